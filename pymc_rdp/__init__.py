@@ -1,0 +1,63 @@
+"""pymc-rdp: private Bayesian inference in PyMC under Rényi differential privacy.
+
+The RDP core (:mod:`pymc_rdp.rdp`), the mechanisms and the accountant import without PyMC; the PyMC
+components, models and datasets load on first use, so that ``import pymc_rdp`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    # RDP core and accounting
+    "BudgetExceededError": "pymc_rdp.accountant",
+    "Accountant": "pymc_rdp.accountant",
+    "LedgerEntry": "pymc_rdp.accountant",
+    # mechanisms
+    "Mechanism": "pymc_rdp.mechanisms",
+    "GaussianMechanism": "pymc_rdp.mechanisms",
+    "LaplaceMechanism": "pymc_rdp.mechanisms",
+    "RandomizedResponse": "pymc_rdp.mechanisms",
+    "DirichletMechanism": "pymc_rdp.mechanisms",
+    "mechanism_from_dict": "pymc_rdp.mechanisms",
+}
+
+_SUBMODULES = {
+    "rdp",
+    "accountant",
+    "mechanisms",
+}
+
+__all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"pymc_rdp.{name}")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pymc_rdp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+if TYPE_CHECKING:  # pragma: no cover - for static analysers only
+    from pymc_rdp import accountant, mechanisms, rdp  # noqa: F401
+    from pymc_rdp.accountant import Accountant, BudgetExceededError, LedgerEntry  # noqa: F401
+    from pymc_rdp.mechanisms import (  # noqa: F401
+        DirichletMechanism,
+        GaussianMechanism,
+        LaplaceMechanism,
+        Mechanism,
+        RandomizedResponse,
+        mechanism_from_dict,
+    )

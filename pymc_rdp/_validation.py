@@ -1,0 +1,97 @@
+"""Argument checks shared by every public function.
+
+Each helper takes the argument's public name so that the error message names it, and returns the
+value converted to float64 (scalars as Python floats where that is what callers expect).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "as_float_array",
+    "check_count",
+    "check_delta",
+    "check_finite_positive",
+    "check_orders",
+    "check_positive",
+    "check_probability_open",
+]
+
+
+def as_float_array(value: Any, name: str, *, allow_inf: bool = False) -> np.ndarray:
+    """Convert ``value`` to a float64 array, refusing NaN (and infinities unless allowed)."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a number or an array of numbers, got {value!r}") from exc
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} contains NaN")
+    if not allow_inf and np.isinf(arr).any():
+        raise ValueError(f"{name} must be finite")
+    return arr
+
+
+def check_positive(value: Any, name: str, *, allow_inf: bool = False) -> np.ndarray:
+    """``value`` as float64, every element > 0."""
+    arr = as_float_array(value, name, allow_inf=allow_inf)
+    if (arr <= 0).any():
+        raise ValueError(f"{name} must be > 0, got {_show(arr)}")
+    return arr
+
+
+def check_finite_positive(value: Any, name: str) -> np.ndarray:
+    """``value`` as float64, every element finite and > 0."""
+    return check_positive(value, name, allow_inf=False)
+
+
+def check_orders(orders: Any, name: str = "orders", *, allow_inf: bool = True) -> np.ndarray:
+    """Rényi orders as a float64 array, every element > 1 (``inf`` allowed by default)."""
+    arr = as_float_array(orders, name, allow_inf=allow_inf)
+    if arr.size == 0:
+        raise ValueError(f"{name} must not be empty")
+    if (arr <= 1).any():
+        raise ValueError(f"{name} must all be > 1, got {_show(arr)}")
+    return arr
+
+
+def check_delta(delta: Any, name: str = "delta") -> np.ndarray:
+    """δ as float64, every element in the open interval (0, 1)."""
+    arr = as_float_array(delta, name)
+    if ((arr <= 0) | (arr >= 1)).any():
+        raise ValueError(f"{name} must lie in the open interval (0, 1), got {_show(arr)}")
+    return arr
+
+
+def check_probability_open(
+    value: Any, name: str, low: float = 0.0, high: float = 1.0
+) -> np.ndarray:
+    """A probability in the open interval (low, high)."""
+    arr = as_float_array(value, name)
+    if ((arr <= low) | (arr >= high)).any():
+        raise ValueError(f"{name} must lie in the open interval ({low}, {high}), got {_show(arr)}")
+    return arr
+
+
+def check_count(value: Any, name: str = "count") -> int:
+    """A whole number >= 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise TypeError(f"{name} must be a whole number >= 1, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def _show(arr: np.ndarray) -> str:
+    if arr.ndim == 0:
+        return repr(float(arr))
+    if arr.size <= 6:
+        return np.array2string(arr, separator=", ")
+    return f"an array of shape {arr.shape} (min {arr.min():g}, max {arr.max():g})"
