@@ -24,12 +24,17 @@ _EXPORTS: dict[str, str] = {
     "RandomizedResponse": "pymc_rdp.mechanisms",
     "DirichletMechanism": "pymc_rdp.mechanisms",
     "mechanism_from_dict": "pymc_rdp.mechanisms",
+    # models
+    "NaiveBayes": "pymc_rdp.models.naive_bayes",
+    "BayesianNetwork": "pymc_rdp.models.bayesian_network",
 }
 
 _SUBMODULES = {
     "rdp",
     "accountant",
     "mechanisms",
+    "datasets",
+    "models",
 }
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
