@@ -24,6 +24,9 @@ _EXPORTS: dict[str, str] = {
     "RandomizedResponse": "pymc_rdp.mechanisms",
     "DirichletMechanism": "pymc_rdp.mechanisms",
     "mechanism_from_dict": "pymc_rdp.mechanisms",
+    # budget helpers
+    "split_budget": "pymc_rdp.budget",
+    "calibrate_dirichlet": "pymc_rdp.budget",
     # models
     "NaiveBayes": "pymc_rdp.models.naive_bayes",
     "BayesianNetwork": "pymc_rdp.models.bayesian_network",
@@ -35,6 +38,9 @@ _SUBMODULES = {
     "mechanisms",
     "datasets",
     "models",
+    "budget",
+    "dirichlet_divergence",
+    "ops",
 }
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
