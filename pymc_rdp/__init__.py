@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "RandomizedResponse": "pymc_rdp.mechanisms",
     "DirichletMechanism": "pymc_rdp.mechanisms",
     "mechanism_from_dict": "pymc_rdp.mechanisms",
+    "CustomCurve": "pymc_rdp.mechanisms",
     # budget helpers
     "split_budget": "pymc_rdp.budget",
     "calibrate_dirichlet": "pymc_rdp.budget",

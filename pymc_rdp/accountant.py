@@ -1,0 +1,851 @@
+"""The privacy accountant: a ledger of releases, their composed RDP curve and a budget.
+
+Composition rules (Mironov 2017, "Rényi Differential Privacy", Proposition 1, and the parallel
+composition of mechanisms on disjoint records):
+
+* Sequential (adaptive, heterogeneous) composition adds the curves order by order:
+  ε(α) = Σᵢ εᵢ(α). A mechanism used ``count`` times contributes ``count · ε(α)``.
+* Entries of one ``group`` with distinct ``partition`` keys touch disjoint sets of records: the
+  group contributes the order-wise maximum over its partitions of each partition's (sequential)
+  sum, ε_g(α) = max_p Σ_{i ∈ p} εᵢ(α). Entries without a group, or with a group but no partition,
+  compose sequentially with everything else.
+
+The composed curve is kept on the accountant's orders and updated incrementally: a spend costs a
+few array operations on the orders, whatever the length of the ledger. Conversion to (ε, δ)-DP uses
+:func:`pymc_rdp.rdp.to_dp` (Balle et al. 2020, Theorem 21, by default).
+
+A budget is either an (ε, δ)-DP pair, met when ``to_dp(orders, curve, δ) <= ε``, or an RDP budget
+ε at one order λ (:meth:`Accountant.at_order`), met when ``curve(λ) <= ε``. A spend that would
+exceed it raises :class:`BudgetExceededError` and leaves the accountant exactly as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import rdp as _rdp
+from ._validation import as_float_array, check_count, check_orders
+from .mechanisms.base import Mechanism, mechanism_from_dict, trust_orders
+
+__all__ = ["Accountant", "BudgetExceededError", "LedgerEntry"]
+
+_FORMAT = "pymc-rdp-ledger"
+_VERSION = 1
+_REPORT_DELTA = 1e-6
+_CACHE_SIZE = 4096  # curves kept for repeated mechanisms
+
+
+class BudgetExceededError(ValueError):
+    """A spend would exceed the accountant's privacy budget; nothing was recorded."""
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class LedgerEntry:
+    """One recorded release.
+
+    Attributes
+    ----------
+    tag : str or None
+        The caller's label for the release.
+    mechanism : str
+        The registered name of the mechanism.
+    params : dict
+        The mechanism's parameters (``Mechanism.params()``).
+    count : int
+        How many times the mechanism was applied (the curve is multiplied by it).
+    group, partition : str, int, tuple or None
+        Parallel-composition keys (see :mod:`pymc_rdp.accountant`).
+    curve : numpy.ndarray
+        The entry's RDP curve on the accountant's orders, ``count`` included (read-only).
+    index : int
+        Position in the ledger.
+    """
+
+    tag: str | None
+    mechanism: str
+    params: dict[str, Any]
+    count: int
+    group: Any
+    partition: Any
+    curve: np.ndarray = field(repr=False)
+    index: int = 0
+
+    def mechanism_dict(self) -> dict[str, Any]:
+        """``{"name": mechanism, **params}`` for :func:`mechanism_from_dict`."""
+        return {"name": self.mechanism, **self.params}
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dictionary (the curve as a list of floats)."""
+        return {
+            "tag": self.tag,
+            "mechanism": self.mechanism,
+            "params": self.params,
+            "count": self.count,
+            "group": self.group,
+            "partition": self.partition,
+            "curve": [float(x) for x in self.curve],
+        }
+
+
+# --------------------------------------------------------------------------------------------
+# argument checks
+
+
+def _check_key(value: Any, name: str) -> Any:
+    """A group or partition key: None, str, int, or a (nested) tuple of those."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, tuple):
+        return tuple(_check_key(v, name) for v in value)
+    raise TypeError(f"{name} must be None, a str, an int or a tuple of those, got {value!r}")
+
+
+def _check_tag(tag: Any, name: str = "tag") -> str | None:
+    if tag is None or isinstance(tag, str):
+        return tag
+    raise TypeError(f"{name} must be a str or None, got {type(tag)!r}")
+
+
+def _check_mechanism(mechanism: Any, name: str = "mechanism") -> Mechanism:
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"{name} must be a Mechanism instance, got {type(mechanism)!r}")
+    return mechanism
+
+
+def _scalar(value: Any, name: str, *, allow_inf: bool = False) -> float:
+    arr = as_float_array(value, name, allow_inf=allow_inf)
+    if arr.ndim != 0:
+        raise ValueError(f"{name} must be a scalar, got an array of shape {arr.shape}")
+    return float(arr)
+
+
+def _check_epsilon(value: Any) -> float:
+    eps = _scalar(value, "epsilon")
+    if not eps > 0:
+        raise ValueError(f"epsilon must be > 0, got {eps!r}")
+    return eps
+
+
+def _check_delta(value: Any) -> float:
+    d = _scalar(value, "delta")
+    if not 0 < d < 1:
+        raise ValueError(f"delta must lie in the open interval (0, 1), got {d!r}")
+    return d
+
+
+def _prepare_orders(orders: Any) -> np.ndarray:
+    if orders is None:
+        o = np.asarray(_rdp.DEFAULT_ORDERS, dtype=np.float64)
+    else:
+        o = check_orders(orders, "orders")
+        if o.ndim != 1:
+            raise ValueError(f"orders must be 1-D, got shape {o.shape}")
+    o = np.unique(o)  # sorted, distinct
+    o.flags.writeable = False
+    return trust_orders(o)
+
+
+# --------------------------------------------------------------------------------------------
+# JSON encoding: exact floats (repr round-trips), tagged non-finite floats and tuples
+
+
+def _encode(x: Any) -> Any:
+    if isinstance(x, bool) or x is None or isinstance(x, str):
+        return x
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        f = float(x)
+        if math.isfinite(f):
+            return f
+        return {"__float__": "nan" if math.isnan(f) else ("inf" if f > 0 else "-inf")}
+    if isinstance(x, tuple):
+        return {"__tuple__": [_encode(v) for v in x]}
+    if isinstance(x, (list, np.ndarray)):
+        return [_encode(v) for v in (x.tolist() if isinstance(x, np.ndarray) else x)]
+    if isinstance(x, dict):
+        return {str(k): _encode(v) for k, v in x.items()}
+    raise TypeError(f"cannot encode {type(x)!r} in a ledger")
+
+
+def _decode(x: Any) -> Any:
+    if isinstance(x, list):
+        return [_decode(v) for v in x]
+    if isinstance(x, dict):
+        if set(x) == {"__float__"}:
+            return float(x["__float__"])
+        if set(x) == {"__tuple__"}:
+            return tuple(_decode(v) for v in x["__tuple__"])
+        return {k: _decode(v) for k, v in x.items()}
+    return x
+
+
+# --------------------------------------------------------------------------------------------
+
+
+class Accountant:
+    """Composes the RDP curves of recorded releases and enforces an optional budget.
+
+    Parameters
+    ----------
+    budget : None or (epsilon, delta)
+        No budget, or an (ε, δ)-DP budget (ε > 0, 0 < δ < 1): a spend is allowed while
+        ``rdp.to_dp(orders, composed_curve, δ) <= ε``. For an RDP budget at one order use
+        :meth:`at_order`.
+    orders : array_like, optional
+        The orders (> 1) on which curves are kept; default ``rdp.DEFAULT_ORDERS``. Sorted and
+        de-duplicated.
+
+    Examples
+    --------
+    >>> acc = Accountant(budget=(1.0, 1e-6))
+    >>> entry = acc.spend(GaussianMechanism(sigma=20.0), count=3, tag="counts")
+    >>> acc.epsilon()  # doctest: +SKIP
+    """
+
+    def __init__(self, budget: Any = None, orders: Any = None) -> None:
+        self._orders = _prepare_orders(orders)
+        self._budget_kind: str | None = None
+        self._budget_epsilon = math.inf
+        self._budget_delta: float | None = None
+        self._budget_order: float | None = None
+        self._budget_index: int | None = None
+        if budget is not None:
+            if isinstance(budget, (str, bytes)) or not isinstance(budget, Sequence):
+                raise TypeError(f"budget must be None or a pair (epsilon, delta), got {budget!r}")
+            if len(budget) != 2:
+                raise ValueError(f"budget must be a pair (epsilon, delta), got {budget!r}")
+            self._budget_kind = "dp"
+            self._budget_epsilon = _check_epsilon(budget[0])
+            self._budget_delta = _check_delta(budget[1])
+        self._reset_state()
+
+    @classmethod
+    def at_order(cls, epsilon: float, order: float, orders: Any = None) -> Accountant:
+        """An accountant with an RDP budget: the composed curve at ``order`` must stay <= ε.
+
+        ``order`` is added to ``orders`` when it is not among them.
+        """
+        eps = _check_epsilon(epsilon)
+        lam = _scalar(order, "order", allow_inf=True)
+        if not lam > 1:
+            raise ValueError(f"order must be > 1, got {lam!r}")
+        base = _prepare_orders(orders)
+        acc = cls(None, np.append(base, lam) if lam not in base else base)
+        acc._budget_kind = "rdp"
+        acc._budget_epsilon = eps
+        acc._budget_order = lam
+        acc._budget_index = int(np.searchsorted(acc._orders, lam))
+        return acc
+
+    # ---------------------------------------------------------------- state
+
+    def _reset_state(self) -> None:
+        k = self._orders.size
+        self._base = np.zeros(k)  # sequential sum
+        self._partitions: dict[Any, dict[Any, np.ndarray]] = {}  # group -> partition -> sum
+        self._group_rows: dict[Any, int] = {}  # group -> row of self._gmax
+        self._gmax = np.zeros((4, k))  # per-group order-wise max over partitions
+        self._gpart = np.zeros(k)  # Σ_g gmax_g
+        self._total = np.zeros(k)  # self._base + self._gpart
+        self._entries: list[LedgerEntry] = []
+        self._cache: dict[tuple[type, str], np.ndarray] = {}
+
+    @property
+    def orders(self) -> np.ndarray:
+        """The orders on which curves are kept (read-only)."""
+        return self._orders
+
+    @property
+    def budget(self) -> tuple[float, float] | None:
+        """(ε, δ) for an (ε, δ) budget, None otherwise (see :attr:`budget_order`)."""
+        if self._budget_kind == "dp":
+            return (self._budget_epsilon, self._budget_delta)
+        return None
+
+    @property
+    def budget_order(self) -> tuple[float, float] | None:
+        """(ε, λ) for an RDP budget at one order, None otherwise."""
+        if self._budget_kind == "rdp":
+            return (self._budget_epsilon, self._budget_order)
+        return None
+
+    @property
+    def ledger(self) -> list[LedgerEntry]:
+        """The recorded entries, oldest first (a copy of the list)."""
+        return list(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _within(self, total: np.ndarray) -> bool:
+        if self._budget_kind is None:
+            return True
+        if self._budget_kind == "rdp":
+            return bool(total[self._budget_index] <= self._budget_epsilon)
+        eps = _rdp.to_dp(self._orders, total, self._budget_delta)[0]
+        return bool(eps <= self._budget_epsilon)
+
+    def _curve_of(self, mechanism: Mechanism, count: int) -> np.ndarray:
+        # Curves are determined by the class and params(): reuse them for repeated mechanisms.
+        key = (type(mechanism), repr(mechanism.params()))
+        curve = self._cache.get(key)
+        if curve is None:
+            curve = self._fresh_curve(mechanism)
+            if len(self._cache) >= _CACHE_SIZE:
+                del self._cache[next(iter(self._cache))]
+            self._cache[key] = curve
+        return curve * count  # a new array, so the cached one stays untouched
+
+    def _fresh_curve(self, mechanism: Mechanism) -> np.ndarray:
+        curve = np.array(mechanism.rdp(self._orders), dtype=np.float64)
+        if curve.shape != self._orders.shape:
+            raise ValueError(
+                f"mechanism.rdp(orders) returned shape {curve.shape}, expected "
+                f"{self._orders.shape}: a mechanism holding several settings must be spent one "
+                "setting at a time (or through spend_batch)"
+            )
+        if np.isnan(curve).any() or (curve < 0).any():
+            raise ValueError(f"mechanism {mechanism!r} returned an invalid RDP curve")
+        curve.flags.writeable = False
+        return curve
+
+    def _plan(self, curve: np.ndarray, group: Any, partition: Any) -> tuple:
+        """The state after adding ``curve``, computed without changing anything."""
+        if group is None or partition is None:
+            base = self._base + curve
+            return ("seq", base, None, None, None, base + self._gpart)
+        parts = self._partitions.get(group)
+        old = None if parts is None else parts.get(partition)
+        s_new = curve.copy() if old is None else old + curve
+        row = self._group_rows.get(group)
+        n = len(self._group_rows)
+        if row is None:
+            gmax_new = s_new
+            gpart = self._gpart_with(n, gmax_new)
+        else:
+            gmax_new = np.maximum(self._gmax[row], s_new)
+            gpart = self._gpart_with(row, gmax_new)
+        return ("par", None, s_new, gmax_new, gpart, self._base + gpart)
+
+    def _gpart_with(self, row: int, gmax_row: np.ndarray) -> np.ndarray:
+        n = max(len(self._group_rows), row + 1)
+        mat = np.empty((n, self._orders.size))
+        mat[: len(self._group_rows)] = self._gmax[: len(self._group_rows)]
+        mat[row] = gmax_row
+        return mat.sum(axis=0)
+
+    def _commit(self, plan: tuple, group: Any, partition: Any) -> None:
+        kind, base, s_new, gmax_new, gpart, total = plan
+        if kind == "seq":
+            self._base = base
+        else:
+            self._partitions.setdefault(group, {})[partition] = s_new
+            self._commit_group_row(group, gmax_new)
+            self._gpart = gpart
+        self._total = total
+
+    def _record(
+        self,
+        mechanism: Mechanism | dict[str, Any],
+        count: int,
+        tag: str | None,
+        group: Any,
+        partition: Any,
+        curve: np.ndarray,
+    ) -> LedgerEntry:
+        curve.flags.writeable = False
+        if isinstance(mechanism, Mechanism):
+            name, params = mechanism.name, mechanism.params()
+        else:
+            name, params = mechanism["name"], {k: v for k, v in mechanism.items() if k != "name"}
+        entry = LedgerEntry(
+            tag, name, params, count, group, partition, curve, index=len(self._entries)
+        )
+        self._entries.append(entry)
+        return entry
+
+    @staticmethod
+    def _check_group_partition(group: Any, partition: Any) -> tuple[Any, Any]:
+        group = _check_key(group, "group")
+        partition = _check_key(partition, "partition")
+        if partition is not None and group is None:
+            raise ValueError("partition needs a group: parallel composition is within a group")
+        return group, partition
+
+    def _overspend_message(self, total: np.ndarray, what: str) -> str:
+        if self._budget_kind == "rdp":
+            return (
+                f"{what} would bring ε at order {self._budget_order:g} to "
+                f"{total[self._budget_index]:.6g} > budget {self._budget_epsilon:.6g}"
+            )
+        eps = _rdp.to_dp(self._orders, total, self._budget_delta)[0]
+        return (
+            f"{what} would bring ε at δ={self._budget_delta:g} to {eps:.6g} "
+            f"> budget {self._budget_epsilon:.6g}"
+        )
+
+    # ---------------------------------------------------------------- spending
+
+    def spend(
+        self,
+        mechanism: Mechanism,
+        count: int = 1,
+        tag: str | None = None,
+        group: Any = None,
+        partition: Any = None,
+    ) -> LedgerEntry:
+        """Record ``count`` uses of ``mechanism``; refuse (and record nothing) if over budget.
+
+        Parameters
+        ----------
+        mechanism : Mechanism
+            The mechanism used; its curve is evaluated on :attr:`orders`.
+        count : int, default 1
+            Number of uses (sequential composition: the curve is multiplied by ``count``).
+        tag : str, optional
+            Label shown in the ledger.
+        group, partition : str, int or tuple, optional
+            Entries of one group with distinct partitions compose in parallel (order-wise
+            maximum of the per-partition sums). A partition requires a group.
+
+        Returns
+        -------
+        LedgerEntry
+
+        Raises
+        ------
+        BudgetExceededError
+            If the composed privacy loss would exceed the budget; the ledger is unchanged.
+        """
+        mechanism = _check_mechanism(mechanism)
+        count = check_count(count, "count")
+        tag = _check_tag(tag)
+        group, partition = self._check_group_partition(group, partition)
+        curve = self._curve_of(mechanism, count)
+        plan = self._plan(curve, group, partition)
+        if not self._within(plan[-1]):
+            raise BudgetExceededError(self._overspend_message(plan[-1], f"spending {mechanism!r}"))
+        self._commit(plan, group, partition)
+        return self._record(mechanism, count, tag, group, partition, curve)
+
+    def can_spend(
+        self, mechanism: Mechanism, count: int = 1, group: Any = None, partition: Any = None
+    ) -> bool:
+        """Whether :meth:`spend` with these arguments would stay within the budget."""
+        mechanism = _check_mechanism(mechanism)
+        count = check_count(count, "count")
+        group, partition = self._check_group_partition(group, partition)
+        plan = self._plan(self._curve_of(mechanism, count), group, partition)
+        return self._within(plan[-1])
+
+    def spend_batch(
+        self,
+        mechanisms: Sequence[Mechanism],
+        count: int | Sequence[int] = 1,
+        tags: Sequence[str | None] | None = None,
+        group: Any = None,
+        partitions: Sequence[Any] | None = None,
+    ) -> list[LedgerEntry]:
+        """Record many releases at once, all or nothing.
+
+        The curves are evaluated vectorised per mechanism class (``Mechanism.batch_rdp``; equal
+        to ``rdp(orders)`` up to rounding) and composed in list order, exactly as successive
+        calls to :meth:`spend` would compose them. The budget is checked once, on the composed
+        result: if it would be exceeded nothing is recorded.
+
+        Parameters
+        ----------
+        mechanisms : sequence of Mechanism
+        count : int or sequence of int, default 1
+            Uses of each mechanism.
+        tags : sequence of (str or None), optional
+            One tag per mechanism.
+        group : str, int or tuple, optional
+            Group of every entry of the batch.
+        partitions : sequence, optional
+            One partition key per mechanism (requires ``group``).
+
+        Returns
+        -------
+        list of LedgerEntry
+
+        Raises
+        ------
+        BudgetExceededError
+            If the batch as a whole would exceed the budget; nothing is recorded.
+        """
+        if isinstance(mechanisms, Mechanism) or not isinstance(mechanisms, Sequence):
+            raise TypeError("mechanisms must be a sequence of Mechanism instances")
+        mechs = [_check_mechanism(m, f"mechanisms[{i}]") for i, m in enumerate(mechanisms)]
+        n = len(mechs)
+        if n == 0:
+            return []
+        if isinstance(count, (Sequence, np.ndarray)) and np.ndim(count) > 0:
+            if len(count) != n:
+                raise ValueError(f"count must have one value per mechanism ({n}), got {len(count)}")
+            counts = [check_count(c, "count") for c in count]
+        else:
+            counts = [check_count(count, "count")] * n
+        if tags is None:
+            tag_list: list[str | None] = [None] * n
+        else:
+            if isinstance(tags, (str, bytes)) or len(tags) != n:
+                raise ValueError(f"tags must be a sequence of one tag per mechanism ({n})")
+            tag_list = [_check_tag(t, "tags") for t in tags]
+        group = _check_key(group, "group")
+        if partitions is None:
+            part_list: list[Any] = [None] * n
+        else:
+            if isinstance(partitions, (str, bytes)) or len(partitions) != n:
+                raise ValueError(f"partitions must have one key per mechanism ({n})")
+            if group is None:
+                raise ValueError("partitions need a group: parallel composition is within a group")
+            part_list = [_check_key(p, "partitions") for p in partitions]
+
+        # curves, vectorised per class
+        k = self._orders.size
+        curves = np.empty((n, k))
+        by_class: dict[type, list[int]] = {}
+        for i, m in enumerate(mechs):
+            by_class.setdefault(type(m), []).append(i)
+        for cls, idx in by_class.items():
+            block = np.asarray(cls.batch_rdp([mechs[i] for i in idx], self._orders), np.float64)
+            if block.shape != (len(idx), k):
+                raise ValueError(f"{cls.__name__}.batch_rdp returned shape {block.shape}")
+            curves[idx] = block
+        if np.isnan(curves).any() or (curves < 0).any():
+            raise ValueError("a mechanism of the batch returned an invalid RDP curve")
+        cnt = np.asarray(counts, dtype=np.float64)
+        if (cnt != 1).any():
+            curves *= cnt[:, None]
+
+        # compose in list order, exactly as successive spends would
+        seq = np.array([group is None or p is None for p in part_list])
+        base = self._base
+        if seq.any():
+            stacked = np.empty((int(seq.sum()) + 1, k))
+            stacked[0] = self._base
+            stacked[1:] = curves[seq]
+            base = np.add.reduce(stacked, axis=0)
+        new_parts: dict[Any, np.ndarray] = {}
+        gmax_row = None
+        row = None
+        gpart = self._gpart
+        if not seq.all():
+            parts = self._partitions.get(group, {})
+            row = self._group_rows.get(group)
+            gmax_row = None if row is None else self._gmax[row].copy()
+            for i in np.flatnonzero(~seq):
+                key = part_list[i]
+                old = new_parts.get(key, parts.get(key))
+                s_new = curves[i].copy() if old is None else old + curves[i]
+                new_parts[key] = s_new
+                gmax_row = s_new if gmax_row is None else np.maximum(gmax_row, s_new)
+            gpart = self._gpart_with(len(self._group_rows) if row is None else row, gmax_row)
+        total = base + gpart
+        if not self._within(total):
+            raise BudgetExceededError(
+                self._overspend_message(total, f"spending a batch of {n} mechanisms")
+            )
+        # commit
+        self._base = base
+        if new_parts:
+            self._partitions.setdefault(group, {}).update(new_parts)
+            self._commit_group_row(group, gmax_row)
+            self._gpart = gpart
+        self._total = total
+        curves.flags.writeable = False
+        start = len(self._entries)
+        entries = [
+            LedgerEntry(
+                tag_list[i],
+                m.name,
+                m.params(),
+                counts[i],
+                group,
+                part_list[i],
+                curves[i],
+                start + i,
+            )
+            for i, m in enumerate(mechs)
+        ]
+        self._entries.extend(entries)
+        return entries
+
+    def _commit_group_row(self, group: Any, gmax_row: np.ndarray) -> None:
+        row = self._group_rows.get(group)
+        if row is None:
+            row = len(self._group_rows)
+            self._group_rows[group] = row
+            if row >= self._gmax.shape[0]:
+                grown = np.zeros((2 * self._gmax.shape[0], self._orders.size))
+                grown[:row] = self._gmax[:row]
+                self._gmax = grown
+        self._gmax[row] = gmax_row
+
+    # ---------------------------------------------------------------- queries
+
+    def rdp(self, orders: Any = None) -> np.ndarray:
+        """The composed RDP curve.
+
+        Parameters
+        ----------
+        orders : array_like, optional
+            Default: the accountant's own orders (the incrementally kept curve). Orders that are
+            all among the accountant's are read off it; others are re-evaluated from each
+            entry's mechanism (rebuilt with :func:`mechanism_from_dict`) and composed anew.
+
+        Raises
+        ------
+        ValueError
+            If new orders are asked for and an entry's mechanism cannot be rebuilt.
+        """
+        if orders is None:
+            return self._total.copy()
+        o = check_orders(orders, "orders")
+        flat = o.ravel()
+        pos = np.clip(np.searchsorted(self._orders, flat), 0, self._orders.size - 1)
+        if np.array_equal(self._orders[pos], flat):
+            return self._total[pos].reshape(o.shape)
+        return self._recompose(flat).reshape(o.shape)
+
+    def _recompose(self, orders: np.ndarray) -> np.ndarray:
+        base = np.zeros(orders.size)
+        parts: dict[Any, dict[Any, np.ndarray]] = {}
+        for e in self._entries:
+            try:
+                mech = mechanism_from_dict(e.mechanism_dict())
+            except (TypeError, ValueError) as exc:
+                raise ValueError(
+                    f"ledger entry {e.index} (mechanism {e.mechanism!r}) cannot be re-evaluated "
+                    "at new orders; ask for orders among Accountant.orders"
+                ) from exc
+            curve = np.asarray(mech.rdp(orders), dtype=np.float64) * e.count
+            if e.group is None or e.partition is None:
+                base = base + curve
+            else:
+                g = parts.setdefault(e.group, {})
+                g[e.partition] = g[e.partition] + curve if e.partition in g else curve
+        total = base
+        for g in parts.values():
+            total = total + np.max(np.stack(list(g.values())), axis=0)
+        return total
+
+    def _resolve_delta(self, delta: Any) -> float:
+        if delta is None:
+            if self._budget_kind == "dp":
+                return self._budget_delta
+            raise ValueError("delta is required (the accountant has no (ε, δ) budget)")
+        return _check_delta(delta)
+
+    def epsilon(self, delta: float | None = None) -> float:
+        """The composed ε at ``delta`` (default: the budget's δ), via :func:`rdp.to_dp`."""
+        return float(_rdp.to_dp(self._orders, self._total, self._resolve_delta(delta))[0])
+
+    def epsilon_and_order(self, delta: float | None = None) -> tuple[float, float]:
+        """(ε, best order) at ``delta`` (default: the budget's δ)."""
+        eps, order = _rdp.to_dp(self._orders, self._total, self._resolve_delta(delta))
+        return float(eps), float(order)
+
+    def delta(self, epsilon: float) -> float:
+        """The smallest δ for which the composed curve gives (ε, δ)-DP (:func:`rdp.to_delta`)."""
+        return float(_rdp.to_delta(self._orders, self._total, _check_epsilon(epsilon))[0])
+
+    def remaining(self, delta: float | None = None) -> float:
+        """What is left of the budget (never negative).
+
+        For an (ε, δ) budget: ε_budget − ε(δ_budget) (``delta``, if given, must be the budget's
+        δ). For an RDP budget at order λ: ε_budget − ε(λ) (``delta`` must be None). Without a
+        budget: ``inf``.
+        """
+        if self._budget_kind == "dp":
+            d = self._resolve_delta(delta)
+            if d != self._budget_delta:
+                raise ValueError(
+                    f"delta must be the budget's δ = {self._budget_delta!r}, got {d!r}"
+                )
+            return max(0.0, self._budget_epsilon - self.epsilon(d))
+        if delta is not None:
+            raise ValueError("delta must be None: the budget is RDP at one order, or absent")
+        if self._budget_kind == "rdp":
+            return max(0.0, self._budget_epsilon - float(self._total[self._budget_index]))
+        return math.inf
+
+    # ---------------------------------------------------------------- presentation
+
+    def report(self, delta: float | None = None, max_rows: int = 50) -> str:
+        """A readable table of the ledger with each entry's privacy loss and the totals.
+
+        Per entry: its ε at the budget's δ (or ``delta``; default 1e-6 without a budget), or its
+        RDP ε at the budget's order. Entries of a parallel group do not add up: their group
+        contributes the order-wise maximum over partitions.
+        """
+        max_rows = check_count(max_rows, "max_rows")
+        if self._budget_kind == "rdp" and delta is None:
+            col = f"ε(λ={self._budget_order:g})"
+            idx = self._budget_index
+
+            def loss(c: np.ndarray) -> float:
+                return float(c[idx])
+
+        else:
+            d = _check_delta(delta) if delta is not None else (self._budget_delta or _REPORT_DELTA)
+            col = f"ε(δ={d:g})"
+
+            def loss(c: np.ndarray) -> float:
+                return float(_rdp.to_dp(self._orders, c, d)[0])
+
+        head = ["#", "tag", "mechanism", "parameters", "count", "group/partition", col]
+        rows = []
+        for e in self._entries[:max_rows]:
+            params = ", ".join(f"{k}={_short(v)}" for k, v in e.params.items())
+            where = (
+                ""
+                if e.group is None
+                else f"{e.group}" + ("" if e.partition is None else f"/{e.partition}")
+            )
+            rows.append(
+                [
+                    str(e.index),
+                    e.tag or "",
+                    e.mechanism,
+                    params,
+                    str(e.count),
+                    where,
+                    f"{loss(e.curve):.6g}",
+                ]
+            )
+        widths = [
+            max(len(h), *(len(r[j]) for r in rows)) if rows else len(h) for j, h in enumerate(head)
+        ]
+        widths = [min(w, 48) for w in widths]
+
+        def fmt(r: list[str]) -> str:
+            return "  ".join(
+                (c if len(c) <= widths[j] else c[: widths[j] - 1] + "…").ljust(widths[j])
+                for j, c in enumerate(r)
+            ).rstrip()
+
+        lines = [fmt(head), fmt(["-" * w for w in widths])]
+        lines += [fmt(r) for r in rows]
+        if len(self._entries) > max_rows:
+            lines.append(f"... {len(self._entries) - max_rows} more entries")
+        lines.append("")
+        lines.append(
+            f"entries: {len(self._entries)}   orders: {self._orders.size} "
+            f"({self._orders[0]:g} .. {self._orders[-1]:g})"
+        )
+        lines.append(f"composed: {col} = {loss(self._total):.6g}")
+        if self._budget_kind is not None and not (self._budget_kind == "rdp" and delta is None):
+            if self._budget_kind == "dp":
+                lines.append(
+                    f"budget: (ε, δ) = ({self._budget_epsilon:g}, {self._budget_delta:g})"
+                    f"   remaining ε = {self.remaining():.6g}"
+                )
+        if self._budget_kind == "rdp":
+            lines.append(
+                f"budget: ε = {self._budget_epsilon:g} at order {self._budget_order:g}"
+                f"   remaining = {self.remaining():.6g}"
+            )
+        if self._partitions:
+            lines.append(
+                "parallel groups (order-wise max over partitions): "
+                + ", ".join(f"{g} ({len(p)} partitions)" for g, p in self._partitions.items())
+            )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        if self._budget_kind == "dp":
+            b = f"budget=({self._budget_epsilon!r}, {self._budget_delta!r})"
+        elif self._budget_kind == "rdp":
+            b = f"budget=ε {self._budget_epsilon!r} at order {self._budget_order!r}"
+        else:
+            b = "budget=None"
+        return f"<Accountant {b}, {len(self._entries)} entries, {self._orders.size} orders>"
+
+    # ---------------------------------------------------------------- serialisation
+
+    def to_json(self) -> str:
+        """The accountant as strict JSON (no NaN/Infinity literals), exactly round-tripped.
+
+        Finite floats are written with Python's shortest round-trip repr; infinities as
+        ``{"__float__": "inf"}``; tuples (partition keys) as ``{"__tuple__": [...]}``.
+        """
+        if self._budget_kind == "dp":
+            budget = {"kind": "dp", "epsilon": self._budget_epsilon, "delta": self._budget_delta}
+        elif self._budget_kind == "rdp":
+            budget = {"kind": "rdp", "epsilon": self._budget_epsilon, "order": self._budget_order}
+        else:
+            budget = None
+        doc = {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "orders": self._orders,
+            "budget": budget,
+            "entries": [e.to_dict() for e in self._entries],
+        }
+        return json.dumps(_encode(doc), allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, s: str) -> Accountant:
+        """Rebuild an accountant from :meth:`to_json`.
+
+        Entries are replayed in order from their stored curves (no mechanism is re-evaluated, no
+        budget check is repeated), so the composed curve is identical bit for bit.
+        """
+        if not isinstance(s, (str, bytes)):
+            raise TypeError(f"s must be a JSON string, got {type(s)!r}")
+        try:
+            doc = _decode(json.loads(s))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"s is not valid JSON: {exc}") from exc
+        if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
+            raise ValueError("s is not a pymc-rdp ledger")
+        if doc.get("version") != _VERSION:
+            raise ValueError(f"unsupported ledger version {doc.get('version')!r}")
+        budget = doc["budget"]
+        orders = np.asarray(doc["orders"], dtype=np.float64)
+        if budget is None:
+            acc = cls(None, orders)
+        elif budget["kind"] == "dp":
+            acc = cls((budget["epsilon"], budget["delta"]), orders)
+        elif budget["kind"] == "rdp":
+            acc = cls.at_order(budget["epsilon"], budget["order"], orders)
+        else:
+            raise ValueError(f"unknown budget kind {budget['kind']!r}")
+        if not np.array_equal(acc._orders, orders):
+            raise ValueError("the ledger's orders are not sorted and distinct")
+        for e in doc["entries"]:
+            curve = np.asarray(e["curve"], dtype=np.float64)
+            if curve.shape != acc._orders.shape:
+                raise ValueError("a ledger entry's curve does not match the orders")
+            group = _check_key(e["group"], "group")
+            partition = _check_key(e["partition"], "partition")
+            plan = acc._plan(curve, group, partition)
+            acc._commit(plan, group, partition)
+            acc._record(
+                {"name": e["mechanism"], **e["params"]},
+                check_count(e["count"]),
+                e["tag"],
+                group,
+                partition,
+                curve,
+            )
+        return acc
+
+
+def _short(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, list):
+        return f"[{len(v)} values]" if len(v) > 3 else "[" + ", ".join(_short(x) for x in v) + "]"
+    return repr(v) if isinstance(v, str) else str(v)

@@ -1,0 +1,22 @@
+"""Privacy mechanisms with Rényi-DP curves: Gaussian, Laplace, randomized response, Dirichlet.
+
+Every mechanism exposes ``rdp(orders)``, ``params()``, ``release(value, rng)``, ``to_dict()`` and a
+classmethod ``calibrate(...)``; :func:`mechanism_from_dict` rebuilds one from ``to_dict()``.
+"""
+
+from .base import CustomCurve, Mechanism, mechanism_from_dict, register_mechanism
+from .dirichlet import DirichletMechanism
+from .gaussian import GaussianMechanism
+from .laplace import LaplaceMechanism
+from .randomized_response import RandomizedResponse
+
+__all__ = [
+    "CustomCurve",
+    "DirichletMechanism",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "Mechanism",
+    "RandomizedResponse",
+    "mechanism_from_dict",
+    "register_mechanism",
+]
