@@ -1,0 +1,578 @@
+r"""Private categorical naive Bayes with the scikit-learn estimator API.
+
+A naive Bayes classifier over categorical features is fully described by K + 1 count tables: the
+class counts :math:`N_j` (one count per record) and, for every feature k, the class-by-state
+table :math:`T^{(k)}_{j,s}` (records of class j whose feature k is in state s). Each table is
+released once, privately, and the classifier is built from the released tables only
+(post-processing; Ponnoprat, "Dirichlet Mechanism for Differentially Private KL Divergence
+Minimization", TMLR 2023, Section 6):
+
+- ``"dirichlet"``: each table row is replaced by one exact draw
+  :math:`\tilde\theta \sim \mathrm{Dirichlet}(r\,n + \alpha)` of the Dirichlet mechanism, calibrated
+  with :meth:`~pymc_rdp.mechanisms.DirichletMechanism.calibrate`;
+- ``"gaussian"`` / ``"laplace"``: noise is added to the counts, which are then clipped at 1e-6
+  and normalised per row (the paper's baselines);
+- ``"none"``: maximum likelihood with additive smoothing (not private).
+
+Sensitivities (count tables). With *replace-one* neighbours a record moves from one cell to
+another: Δ₁ = 2, Δ₂ = √2, Δ∞ = 1 per table. With *add/remove* neighbours one cell changes by one:
+Δ₁ = Δ₂ = Δ∞ = 1. The class vector is computed from :math:`N_j` directly; building it by summing
+one-hot feature counts would multiply its sensitivity by K.
+
+Composition. The K + 1 tables are released sequentially from the same records: their RDP curves
+add (Mironov 2017, Prop. 1), and the budget ε at order λ is split equally, ε/(K+1) per table. The
+rows of a feature table hold disjoint records (each record is in exactly one class), so they
+compose in parallel and are recorded as one accountant group with the class as partition. Under
+replace-one neighbours a record that changes class alters two rows by one count each (an
+add/remove change in each); the sum of those two per-row losses is at most the loss of a
+replace-one change in one row (equal for the Gaussian and Dirichlet bounds, which depend on
+Δ₂² = 1 + 1; the Laplace curve ε(λ; t) is convex in t = Δ₁/b with ε(λ; 0) = 0, so
+2 ε(λ; t) ≤ ε(λ; 2t)), so the per-row curve with the replace-one sensitivities bounds the table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from .. import rdp as _rdp
+from ..accountant import Accountant, BudgetExceededError
+from ..mechanisms import (
+    DirichletMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    Mechanism,
+)
+
+__all__ = ["NaiveBayes"]
+
+_MECHANISMS = ("dirichlet", "gaussian", "laplace", "none")
+_NEIGHBOURS = ("replace-one", "add-remove")
+_CLIP = 1e-6
+# Relative margin kept below each target so that float rounding in the composed sum can never
+# push the total over the requested budget.
+_MARGIN = 1e-9
+
+
+def _sensitivities(neighbours: str) -> tuple[float, float, float]:
+    """(Δ₁, Δ₂, Δ∞) of a count table for the neighbouring relation."""
+    if neighbours == "replace-one":
+        return 2.0, math.sqrt(2.0), 1.0
+    return 1.0, 1.0, 1.0
+
+
+def _log_bisect(feasible: Callable[[float], bool], start: float, feasible_above: bool) -> float:
+    """The boundary of a monotone feasibility region of x > 0, returned on its feasible side.
+
+    ``feasible_above``: feasible for large x (noise scales) or for small x (per-table targets).
+    Brackets the boundary by doubling/halving from ``start``, then bisects in log x to a few ulp.
+    """
+    step = 2.0 if feasible_above else 0.5
+    good = float(start)
+    for _ in range(2100):
+        if feasible(good):
+            break
+        good *= step
+        if good == 0.0 or not math.isfinite(good):
+            raise ValueError("epsilon cannot be met for this delta by the mechanism")
+    else:  # pragma: no cover - defensive
+        raise ValueError("epsilon cannot be met for this delta by the mechanism")
+    bad = good / step
+    for _ in range(2100):
+        if bad == 0.0 or not math.isfinite(bad):
+            return good
+        if not feasible(bad):
+            break
+        good, bad = bad, bad / step
+    for _ in range(200):
+        mid = math.sqrt(good * bad)
+        lo, hi = min(good, bad), max(good, bad)
+        if not lo < mid < hi or hi - lo <= 4 * math.ulp(hi):
+            break
+        if feasible(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
+class NaiveBayes(ClassifierMixin, BaseEstimator):
+    r"""Differentially private categorical naive Bayes (scikit-learn estimator).
+
+    Parameters
+    ----------
+    mechanism : {"dirichlet", "gaussian", "laplace", "none"}
+        How each of the K + 1 count tables is released (see the module description).
+        ``"none"`` is the non-private maximum-likelihood fit with additive ``smoothing``.
+    epsilon : float
+        Total budget ε > 0 of one fit. Without ``delta`` it is an RDP budget at ``order``:
+        the K + 1 tables get ε/(K+1) each at λ = ``order``. With ``delta`` it is an
+        (ε, δ)-DP budget (see ``delta``).
+    order : float
+        Rényi order λ > 1 of the budget (the paper uses λ = 5).
+    delta : float, optional
+        If given, the budget is (ε, δ)-DP: every table gets the same mechanism and its noise is
+        the least for which the (K+1)-fold composition converts (``rdp.to_dp`` on the
+        accountant's orders) to at most ε. The Dirichlet mechanism is calibrated at λ =
+        ``order`` to the largest per-table ε(λ) whose (K+1)-fold composition meets (ε, δ): its
+        base concentration α = α₀ + 4(λ−1) r Δ∞ grows with λ, so ``order`` trades the range of
+        usable conversion orders against the prior's weight; the paper uses λ = 5.
+    neighbours : {"replace-one", "add-remove"}
+        Neighbouring relation: Δ₁, Δ₂², Δ∞ = 2, 2, 1 (replace-one) or 1, 1, 1 (add/remove).
+    alpha0 : float
+        Base concentration α₀ > 0 of the Dirichlet mechanism (its calibration, "Algorithm 1",
+        uses α = α₀ + 4(λ−1) r Δ∞).
+    smoothing : float
+        Additive smoothing > 0 of ``mechanism="none"``.
+    accountant : Accountant, optional
+        Accountant charged by :meth:`fit`. Default: a new accountant whose budget is exactly the
+        requested one (``Accountant.at_order(epsilon, order)`` or ``Accountant((epsilon,
+        delta))``). A given accountant is charged in place and keeps its own budget.
+    categories : "auto" or sequence of sequences
+        States of each feature. ``"auto"`` uses the declared categories of pandas categorical
+        columns and the observed values of other columns. The set of states is not protected by
+        the mechanism; pass them explicitly (public knowledge) for a guarantee that also covers
+        which states occur.
+    random_state : None, int or numpy.random.Generator
+        Source of randomness of the releases.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        Class labels (sorted). Like the feature states, they are taken from ``y``.
+    categories_ : list of ndarray
+        States of each feature.
+    class_log_prior_ : ndarray, shape (n_classes,)
+        Log of the released class probabilities.
+    feature_log_prob_ : list of ndarray, shape (n_classes, n_states_k)
+        Log of the released conditional probabilities of each feature.
+    releases_ : dict
+        What was published, by ledger tag: the Dirichlet draws, or the noisy counts before
+        clipping and normalisation (``"naive_bayes/class"`` holds the class table).
+    mechanism_ : Mechanism or None
+        The calibrated mechanism used for every table (``None`` for ``"none"``).
+    accountant_ : Accountant or None
+        The accountant charged by the fit (the constructor's ``accountant`` or the one created
+        for the fit); ``None`` for ``"none"`` without an accountant.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when ``X`` was a DataFrame with string column names.
+
+    Notes
+    -----
+    Missing values in ``X`` (NaN/None) are skipped: the record adds no count to that feature's
+    table, and at prediction time the feature is left out of that record's likelihood (the
+    naive Bayes marginal over the missing feature). States never seen in training are treated
+    the same way at prediction time. Missing labels in ``y`` are refused.
+
+    Every table is charged to the accountant before its noise is drawn; the whole fit is
+    checked against the accountant's budget first, so a fit that does not fit in the budget
+    raises :class:`~pymc_rdp.BudgetExceededError` with nothing released or recorded.
+    """
+
+    def __init__(
+        self,
+        mechanism: str = "dirichlet",
+        epsilon: float = 1.0,
+        order: float = 5.0,
+        delta: float | None = None,
+        neighbours: str = "replace-one",
+        alpha0: float = 1.0,
+        smoothing: float = 0.1,
+        accountant: Accountant | None = None,
+        categories: str | Sequence[Sequence[Any]] = "auto",
+        random_state: int | np.random.Generator | None = None,
+    ) -> None:
+        self.mechanism = mechanism
+        self.epsilon = epsilon
+        self.order = order
+        self.delta = delta
+        self.neighbours = neighbours
+        self.alpha0 = alpha0
+        self.smoothing = smoothing
+        self.accountant = accountant
+        self.categories = categories
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------------------- checks
+
+    def _check_params(self) -> None:
+        if self.mechanism not in _MECHANISMS:
+            raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {self.mechanism!r}")
+        if self.neighbours not in _NEIGHBOURS:
+            raise ValueError(f"neighbours must be one of {_NEIGHBOURS}, got {self.neighbours!r}")
+        self._epsilon = _positive_scalar(self.epsilon, "epsilon")
+        order = _scalar(self.order, "order")
+        if not order > 1:
+            raise ValueError(f"order must be > 1, got {order!r}")
+        self._order = order
+        if self.delta is None:
+            self._delta = None
+        else:
+            delta = _scalar(self.delta, "delta")
+            if not 0 < delta < 1:
+                raise ValueError(f"delta must lie in the open interval (0, 1), got {delta!r}")
+            self._delta = delta
+        self._alpha0 = _positive_scalar(self.alpha0, "alpha0")
+        self._smoothing = _positive_scalar(self.smoothing, "smoothing")
+        if self.accountant is not None and not isinstance(self.accountant, Accountant):
+            raise TypeError(
+                f"accountant must be None or an Accountant, got {type(self.accountant)!r}"
+            )
+
+    @staticmethod
+    def _as_frame(X: Any) -> pd.DataFrame:
+        if isinstance(X, pd.DataFrame):
+            return X
+        if isinstance(X, (str, bytes)) or X is None:
+            raise TypeError("X must be a 2-D array-like or a DataFrame")
+        if sparse.issparse(X):
+            raise TypeError("X is sparse: sparse input is not supported, pass a dense table")
+        arr = np.asarray(X)
+        if np.iscomplexobj(arr):
+            raise ValueError("Complex data not supported: X holds complex numbers")
+        if arr.ndim != 2:
+            raise ValueError(
+                f"X must be 2-D (records x features), got {arr.ndim} dimension(s). Reshape your "
+                "data with X.reshape(-1, 1) for a single feature or X.reshape(1, -1) for a "
+                "single record."
+            )
+        return pd.DataFrame(arr.astype(object))
+
+    def _prepare_y(self, y: Any, n: int) -> np.ndarray:
+        if y is None:
+            raise ValueError(
+                "NaiveBayes requires y to be passed, but the target y is None (it is a "
+                "supervised classifier)"
+            )
+        y_arr = np.asarray(y)
+        if y_arr.ndim == 2 and y_arr.shape[1] == 1:
+            y_arr = column_or_1d(y_arr, warn=True)
+        if y_arr.ndim != 1:
+            raise ValueError(f"y must be 1-D, got shape {y_arr.shape}")
+        if y_arr.shape[0] != n:
+            raise ValueError(f"X and y have different numbers of records: {n} and {y_arr.size}")
+        if pd.isna(y_arr).any():
+            raise ValueError("y contains missing values; remove those records first")
+        return y_arr
+
+    # ----------------------------------------------------------------------------- fitting
+
+    def fit(self, X: Any, y: Any) -> NaiveBayes:
+        """Release the K + 1 count tables privately and build the classifier from them.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like, shape (n_records, n_features)
+            Categorical features (any hashable values; NaN/None = missing).
+        y : array-like, shape (n_records,)
+            Class labels (at least two classes).
+
+        Returns
+        -------
+        self
+
+        Raises
+        ------
+        ValueError
+            Bad parameters, empty data, a single class, missing labels, mismatched lengths.
+        BudgetExceededError
+            If the accountant cannot afford the fit (nothing is released).
+        """
+        self._check_params()
+        frame = self._as_frame(X)
+        n, k = frame.shape
+        if n == 0:
+            raise ValueError("X is empty: at least one record is needed")
+        if k == 0:
+            raise ValueError(
+                f"X has no features: 0 feature(s) (shape=({n}, 0)) while a minimum of 1 is "
+                "required."
+            )
+        if frame.columns.has_duplicates:
+            raise ValueError("X has duplicate column names")
+        y_arr = self._prepare_y(y, n)
+        target_type = type_of_target(y_arr, input_name="y")
+        if target_type not in ("binary", "multiclass"):
+            raise ValueError(
+                f"Unknown label type: {target_type}; y must hold class labels (a continuous "
+                "target is not a classification target)"
+            )
+        classes, y_codes = np.unique(y_arr, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(
+                f"y has one class only ({classes[0]!r}); at least two classes are needed"
+            )
+        self.classes_ = classes
+        n_classes = classes.size
+
+        columns = list(frame.columns)
+        if all(isinstance(c, str) for c in columns):
+            self.feature_names_in_ = np.asarray(columns, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.n_features_in_ = k
+        self.categories_ = self._fit_categories(frame)
+        codes = [self._encode(frame.iloc[:, i], self.categories_[i]) for i in range(k)]
+
+        class_counts = np.bincount(y_codes, minlength=n_classes).astype(np.float64)
+        tables = []
+        for i in range(k):
+            d = len(self.categories_[i])
+            seen = codes[i] >= 0
+            flat = y_codes[seen] * d + codes[i][seen]
+            tables.append(
+                np.bincount(flat, minlength=n_classes * d).reshape(n_classes, d).astype(np.float64)
+            )
+
+        keys = [str(c) for c in columns]
+        if len(set(keys)) != k:  # e.g. columns 1 and "1": keep the ledger groups distinct
+            keys = [f"{i}:{c}" for i, c in enumerate(keys)]
+        self._column_keys = keys
+        self.releases_ = {}
+        if self.mechanism == "none":
+            self.mechanism_ = None
+            self.accountant_ = self.accountant
+            s = self._smoothing
+            prior = (class_counts + s) / (class_counts.sum() + n_classes * s)
+            self.class_log_prior_ = np.log(prior)
+            self.feature_log_prob_ = [
+                np.log((t + s) / (t.sum(axis=1, keepdims=True) + t.shape[1] * s)) for t in tables
+            ]
+            return self
+
+        accountant = self.accountant
+        if accountant is None:
+            if self._delta is None:
+                accountant = Accountant.at_order(self._epsilon, self._order)
+            else:
+                accountant = Accountant(budget=(self._epsilon, self._delta))
+        self.accountant_ = accountant
+        mech = self._calibrate(k + 1, accountant.orders)
+        self.mechanism_ = mech
+
+        tags = ["naive_bayes/class"] + [f"naive_bayes/feature/{c}" for c in self._column_keys]
+        partitions = [str(c) for c in classes]
+        if len(set(partitions)) != n_classes:
+            partitions = list(range(n_classes))
+        # Check the whole fit against the budget before anything is charged or released.
+        trial = Accountant.from_json(accountant.to_json())
+        try:
+            self._charge(trial, mech, tags, partitions)
+        except BudgetExceededError as exc:
+            raise BudgetExceededError(
+                f"the accountant cannot afford this fit of {k + 1} tables: {exc}"
+            ) from exc
+
+        rng = np.random.default_rng(self.random_state)
+        released = []
+        for t, (tag, table) in enumerate(zip(tags, [class_counts, *tables], strict=True)):
+            # charge first, then draw the noise
+            if t == 0:
+                accountant.spend(mech, tag=tag)
+            else:
+                accountant.spend_batch(
+                    [mech] * n_classes, tags=[tag] * n_classes, group=tag, partitions=partitions
+                )
+            out = np.asarray(mech.release(table, rng), dtype=np.float64)
+            self.releases_[tag] = out
+            released.append(self._to_probabilities(out))
+        self.class_log_prior_ = np.log(released[0])
+        self.feature_log_prob_ = [np.log(p) for p in released[1:]]
+        return self
+
+    def _charge(
+        self, accountant: Accountant, mech: Mechanism, tags: list[str], partitions: list[Any]
+    ) -> None:
+        accountant.spend(mech, tag=tags[0])
+        for tag in tags[1:]:
+            accountant.spend_batch(
+                [mech] * len(partitions),
+                tags=[tag] * len(partitions),
+                group=tag,
+                partitions=partitions,
+            )
+
+    def _to_probabilities(self, released: np.ndarray) -> np.ndarray:
+        if self.mechanism == "dirichlet":
+            p = np.clip(released, np.finfo(np.float64).tiny, None)
+        else:
+            p = np.clip(released, _CLIP, None)
+        return p / p.sum(axis=-1, keepdims=True)
+
+    def _calibrate(self, n_tables: int, orders: np.ndarray) -> Mechanism:
+        """One mechanism for every table, meeting the per-table share of the budget."""
+        d1, d2, dinf = _sensitivities(self.neighbours)
+        eps, lam, delta = self._epsilon, self._order, self._delta
+        if delta is None:
+            eps_t = eps / n_tables * (1.0 - _MARGIN)
+            if self.mechanism == "gaussian":
+                return GaussianMechanism.calibrate(eps_t, order=lam, sensitivity=d2)
+            if self.mechanism == "laplace":
+                return LaplaceMechanism.calibrate(eps_t, order=lam, sensitivity=d1)
+            return DirichletMechanism.calibrate(eps_t, lam, d2, dinf, alpha0=self._alpha0)
+
+        target = eps * (1.0 - _MARGIN)
+
+        def composed_ok(mech: Mechanism) -> bool:
+            curve = n_tables * np.asarray(mech.rdp(orders), dtype=np.float64)
+            return bool(_rdp.to_dp(orders, curve, delta)[0] <= target)
+
+        if self.mechanism == "gaussian":
+            sigma = _log_bisect(
+                lambda s: composed_ok(GaussianMechanism(s, d2)), d2 / eps, feasible_above=True
+            )
+            return GaussianMechanism(sigma, d2)
+        if self.mechanism == "laplace":
+            scale = _log_bisect(
+                lambda b: composed_ok(LaplaceMechanism(b, d1)), d1 / eps, feasible_above=True
+            )
+            return LaplaceMechanism(scale, d1)
+
+        def build(e: float) -> Mechanism:
+            return DirichletMechanism.calibrate(e, lam, d2, dinf, alpha0=self._alpha0)
+
+        e_t = _log_bisect(lambda e: composed_ok(build(e)), eps / n_tables, feasible_above=False)
+        return build(e_t)
+
+    # ------------------------------------------------------------------------- categories
+
+    def _fit_categories(self, frame: pd.DataFrame) -> list[np.ndarray]:
+        k = frame.shape[1]
+        if isinstance(self.categories, str):
+            if self.categories != "auto":
+                raise ValueError(
+                    f"categories must be 'auto' or one list of states per feature, "
+                    f"got {self.categories!r}"
+                )
+            out = []
+            for i in range(k):
+                col = frame.iloc[:, i]
+                if isinstance(col.dtype, pd.CategoricalDtype):
+                    states = list(col.cat.categories)
+                else:
+                    states = list(pd.unique(col.dropna()))
+                    try:
+                        states = sorted(states)
+                    except TypeError:
+                        states = sorted(states, key=lambda v: (type(v).__name__, str(v)))
+                if not states:
+                    raise ValueError(
+                        f"feature {frame.columns[i]!r} has no observed state (all missing); "
+                        "drop it or give its categories"
+                    )
+                out.append(np.asarray(states, dtype=object))
+            return out
+        cats = list(self.categories)
+        if len(cats) != k:
+            raise ValueError(
+                f"categories must have one list of states per feature ({k}), got {len(cats)}"
+            )
+        out = []
+        for i, states in enumerate(cats):
+            arr = list(states)
+            if not arr:
+                raise ValueError(f"categories[{i}] is empty")
+            if len(pd.unique(pd.Series(arr, dtype=object))) != len(arr):
+                raise ValueError(f"categories[{i}] has repeated states")
+            out.append(np.asarray(arr, dtype=object))
+        return out
+
+    @staticmethod
+    def _encode(column: pd.Series, states: np.ndarray) -> np.ndarray:
+        """State index of every record; -1 for missing values and unknown states."""
+        values = column.to_numpy(dtype=object)
+        codes = pd.Index(states, dtype=object).get_indexer(values).astype(np.int64)
+        codes[pd.isna(values)] = -1
+        return codes
+
+    # -------------------------------------------------------------------------- prediction
+
+    def _frame_for_prediction(self, X: Any) -> pd.DataFrame:
+        frame = self._as_frame(X)
+        names = getattr(self, "feature_names_in_", None)
+        if names is not None and isinstance(X, pd.DataFrame):
+            missing = [c for c in names if c not in frame.columns]
+            if missing:
+                raise ValueError(f"X is missing the feature(s) {missing}")
+            return frame.loc[:, list(names)]
+        if frame.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {frame.shape[1]} features, but NaiveBayes is expecting "
+                f"{self.n_features_in_} features as input"
+            )
+        return frame
+
+    def _joint_log_likelihood(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "class_log_prior_")
+        frame = self._frame_for_prediction(X)
+        n = frame.shape[0]
+        jll = np.tile(self.class_log_prior_, (n, 1))
+        for i, log_prob in enumerate(self.feature_log_prob_):
+            codes = self._encode(frame.iloc[:, i], self.categories_[i])
+            seen = codes >= 0
+            # Missing values and states unseen in training: the feature is left out.
+            jll[seen] += log_prob[:, codes[seen]].T
+        return jll
+
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """Log posterior class probabilities, shape (n_records, n_classes)."""
+        jll = self._joint_log_likelihood(X)
+        return jll - logsumexp(jll, axis=1, keepdims=True)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Posterior class probabilities, shape (n_records, n_classes), columns as ``classes_``."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The most probable class of each record."""
+        check_is_fitted(self, "class_log_prior_")
+        return self.classes_[np.argmax(self._joint_log_likelihood(X), axis=1)]
+
+    def cross_entropy(self, X: Any, y: Any) -> float:
+        """Mean negative log posterior probability of the true labels (test cross-entropy).
+
+        Labels not in ``classes_`` are refused (ValueError naming y).
+        """
+        log_proba = self.predict_log_proba(X)
+        y_arr = self._prepare_y(y, log_proba.shape[0])
+        index = pd.Index(self.classes_, dtype=object).get_indexer(y_arr.astype(object))
+        if (index < 0).any():
+            raise ValueError("y has labels that are not among classes_")
+        return float(-np.mean(log_proba[np.arange(index.size), index]))
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.input_tags.allow_nan = True
+        tags.non_deterministic = self.mechanism != "none"
+        return tags
+
+
+def _scalar(value: Any, name: str) -> float:
+    if isinstance(value, (str, bytes, bool)) or value is None:
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real number, got {value!r}") from exc
+    if not math.isfinite(x):
+        raise ValueError(f"{name} must be finite, got {x!r}")
+    return x
+
+
+def _positive_scalar(value: Any, name: str) -> float:
+    x = _scalar(value, name)
+    if not x > 0:
+        raise ValueError(f"{name} must be > 0, got {x!r}")
+    return x
