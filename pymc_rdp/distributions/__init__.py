@@ -1,0 +1,45 @@
+"""PyMC components for private releases and noise-aware inference.
+
+* :func:`privatize` / :class:`Release` — the curator releases a count table once, charged.
+* :class:`NoisyCounts` — the analyst observes a release through its noise-aware likelihood.
+* :class:`DirichletRelease` / :func:`release` — the Dirichlet mechanism as a model component,
+  with exact, charged draws.
+* :func:`ledger`, :func:`sample`, :func:`attach_ledger`, :func:`read_ledger` — the privacy
+  ledger of a model and of its results.
+"""
+
+from . import likelihoods
+from .dirichlet_release import DirichletRelease, DirichletReleaseRV, release
+from .ledger import (
+    ACCOUNTANT_ATTR,
+    LEDGER_ATTR,
+    PrivateRandomVariable,
+    attach_ledger,
+    ledger,
+    read_ledger,
+    sample,
+)
+from .noisy_counts import MODES, NoisyCounts, NoisyCountsRV
+from .release import NEIGHBOURS, Release, check_sensitivity, privatize, table_sensitivity
+
+__all__ = [
+    "ACCOUNTANT_ATTR",
+    "LEDGER_ATTR",
+    "MODES",
+    "NEIGHBOURS",
+    "DirichletRelease",
+    "DirichletReleaseRV",
+    "NoisyCounts",
+    "NoisyCountsRV",
+    "PrivateRandomVariable",
+    "Release",
+    "attach_ledger",
+    "check_sensitivity",
+    "ledger",
+    "likelihoods",
+    "privatize",
+    "read_ledger",
+    "release",
+    "sample",
+    "table_sensitivity",
+]

@@ -1,0 +1,129 @@
+"""DirichletRelease and release(): exact draws, k × curve, parallel rows, refusals, output tree."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pymc as pm
+import pytensor.tensor as pt
+import pytest
+from scipy import stats
+
+import pymc_rdp.distributions as D
+from pymc_rdp.accountant import Accountant, BudgetExceededError
+from pymc_rdp.mechanisms import DirichletMechanism, LaplaceMechanism
+
+SQRT2 = math.sqrt(2.0)
+MECH = DirichletMechanism(r=0.8, alpha=30.0, l2_sensitivity=SQRT2, linf_sensitivity=1.0)
+ROW = np.array([4, 9, 2])
+CPT = np.array([[3, 4], [0, 10], [5, 5]])
+
+
+def _model():
+    with pm.Model(coords={"parent": ["a", "b", "c"], "state": ["x", "y"]}) as model:
+        D.DirichletRelease("row", ROW, MECH, tag="row-release")
+        D.DirichletRelease("cpt", CPT, MECH, dims=("parent", "state"))
+    return model
+
+
+def test_logp_is_the_dirichlet_density():
+    rv = D.DirichletRelease.dist(ROW, mechanism=MECH)
+    x = np.array([0.2, 0.5, 0.3])
+    got = pm.logp(rv, pt.constant(x)).eval()
+    expected = stats.dirichlet.logpdf(x, 0.8 * ROW + 30.0)
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+def test_k_draws_cost_k_times_the_curve_and_rows_compose_in_parallel():
+    model = _model()
+    acc = Accountant()
+    k = 7
+    tree = D.release(model, draws=k, accountant=acc, random_seed=1)
+    curve = MECH.rdp(acc.orders)
+    # one row: k·ε; a CPT of 3 rows in parallel: k·ε (max over rows); sequential total 2k·ε
+    np.testing.assert_allclose(acc.rdp(), 2 * k * curve, rtol=1e-12)
+    tags = [e.tag for e in acc.ledger]
+    assert tags == ["row-release", "cpt[0]", "cpt[1]", "cpt[2]"]
+    assert all(e.count == k for e in acc.ledger)
+    assert [e.partition for e in acc.ledger[1:]] == [0, 1, 2]
+    assert tree.attrs[D.ACCOUNTANT_ATTR] == acc.to_json()
+    assert {e["name"] for e in json.loads(tree.attrs[D.LEDGER_ATTR])} == {"row", "cpt"}
+
+
+def test_draws_are_exact_on_the_simplex_with_coords():
+    model = _model()
+    tree = D.release(model, draws=4000, accountant=Accountant(), random_seed=2)
+    post = tree.posterior
+    assert post["row"].shape == (1, 4000, 3)
+    assert post["cpt"].dims == ("chain", "draw", "parent", "state")
+    assert list(post["parent"].values) == ["a", "b", "c"]
+    np.testing.assert_allclose(post["cpt"].sum("state"), 1.0, rtol=1e-12)
+    # the draws follow Dirichlet(r·counts + α): mean and a KS test of a marginal (Beta)
+    conc = 0.8 * ROW + 30.0
+    np.testing.assert_allclose(post["row"].mean(("chain", "draw")), conc / conc.sum(), atol=4e-3)
+    marg = stats.beta(conc[0], conc.sum() - conc[0])
+    assert stats.kstest(post["row"].values[0, :, 0], marg.cdf).pvalue > 1e-3
+
+
+def test_same_seed_same_draws():
+    a = D.release(_model(), draws=3, accountant=Accountant(), random_seed=5)
+    b = D.release(_model(), draws=3, accountant=Accountant(), random_seed=5)
+    np.testing.assert_array_equal(a.posterior["cpt"].values, b.posterior["cpt"].values)
+
+
+def test_over_budget_refused_before_drawing_and_ledger_unchanged():
+    model = _model()
+    eps_one = float(MECH.rdp(np.array([5.0]))[0])
+    acc = Accountant.at_order(10 * eps_one, 5.0)
+    D.release(model, draws=2, accountant=acc, random_seed=0)  # costs 4 ε
+    before = acc.to_json()
+    with pytest.raises(BudgetExceededError, match="nothing was drawn"):
+        D.release(model, draws=4, accountant=acc, random_seed=0)  # would cost 8 ε more
+    assert acc.to_json() == before
+    # a release of only one node fits
+    D.release(model, draws=3, accountant=acc, var_names=["row"], random_seed=0)
+    np.testing.assert_allclose(acc.rdp(np.array([5.0])), 7 * eps_one, rtol=1e-12)
+
+
+def test_one_setting_per_row():
+    mech = DirichletMechanism(
+        r=np.array([0.5, 1.0, 2.0]), alpha=30.0, l2_sensitivity=SQRT2, linf_sensitivity=1.0
+    )
+    with pm.Model() as model:
+        D.DirichletRelease("cpt", CPT, mech)
+    acc = Accountant()
+    D.release(model, draws=2, accountant=acc, random_seed=0)
+    rows = np.stack([DirichletMechanism(r, 30.0, SQRT2, 1.0).rdp(acc.orders) for r in (0.5, 1, 2)])
+    np.testing.assert_allclose(acc.rdp(), 2 * rows.max(axis=0), rtol=1e-12)
+    assert [e.params["r"] for e in acc.ledger] == [0.5, 1.0, 2.0]
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="counts must be non-negative counts"):
+        D.DirichletRelease.dist(np.array([1, -1]), mechanism=MECH)
+    with pytest.raises(ValueError, match="counts contains NaN"):
+        D.DirichletRelease.dist(np.array([1.0, np.nan]), mechanism=MECH)
+    with pytest.raises(TypeError, match="mechanism must be a DirichletMechanism"):
+        D.DirichletRelease.dist(ROW, mechanism=LaplaceMechanism(1.0, 2.0))
+    with pytest.raises(ValueError, match="l2_sensitivity = 1 is below"):
+        D.DirichletRelease.dist(ROW, mechanism=DirichletMechanism(0.8, 30.0, 1.0, 1.0))
+    D.DirichletRelease.dist(
+        ROW, mechanism=DirichletMechanism(0.8, 30.0, 1.0, 1.0), neighbours="add-remove"
+    )
+    with pytest.raises(ValueError, match="one setting per row"):
+        D.DirichletRelease.dist(
+            CPT, mechanism=DirichletMechanism(np.array([1.0, 2.0]), 30.0, SQRT2, 1.0)
+        )
+    with pm.Model():
+        with pytest.raises(ValueError, match="cannot be observed"):
+            D.DirichletRelease("t", ROW, MECH, observed=np.array([0.2, 0.3, 0.5]))
+    with pytest.raises(ValueError, match="no DirichletRelease"):
+        D.release(pm.Model(), draws=1, accountant=Accountant())
+    with pytest.raises(ValueError, match="draws must be >= 1"):
+        D.release(_model(), draws=0, accountant=Accountant())
+    with pytest.raises(TypeError, match="accountant must be an Accountant"):
+        D.release(_model(), draws=1, accountant=None)
+    with pytest.raises(ValueError, match="var_names not DirichletRelease"):
+        D.release(_model(), draws=1, accountant=Accountant(), var_names=["nope"])

@@ -1,0 +1,157 @@
+"""privatize and Release: charge first, refuse over budget, JSON round trip, sensitivities."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import pymc_rdp.distributions as D
+from pymc_rdp.accountant import Accountant, BudgetExceededError
+from pymc_rdp.mechanisms import (
+    DirichletMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    RandomizedResponse,
+)
+
+LAP = LaplaceMechanism(scale=3.0, sensitivity=2.0)
+GAU = GaussianMechanism(sigma=2.0, sensitivity=math.sqrt(2.0))
+COUNTS = np.array([5, 0, 12, 3])
+
+
+def test_privatize_charges_once_and_records_the_entry():
+    acc = Accountant()
+    rel = D.privatize(COUNTS, LAP, acc, "table", rng=1)
+    assert len(acc.ledger) == 1
+    entry = acc.ledger[0]
+    assert entry.tag == "table" and entry.count == 1 and entry.mechanism == "laplace"
+    np.testing.assert_allclose(acc.rdp(), LAP.rdp(acc.orders), rtol=1e-12)
+    assert rel.entry == entry.to_dict() | {"index": 0} or rel.entry == entry.to_dict()
+    assert rel.mechanism == LAP and rel.tag == "table" and rel.neighbours == "replace-one"
+    assert rel.values.shape == (4,) and rel.values.dtype == np.float64
+    assert not rel.values.flags.writeable
+    assert rel.total == 20.0
+
+
+def test_noise_has_the_mechanism_distribution():
+    acc = Accountant()
+    rng = np.random.default_rng(3)
+    lap = np.concatenate(
+        [D.privatize(COUNTS, LAP, acc, "l", rng=rng).values - COUNTS for _ in range(300)]
+    )
+    gau = np.concatenate(
+        [D.privatize(COUNTS, GAU, acc, "g", rng=rng).values - COUNTS for _ in range(300)]
+    )
+    assert stats.kstest(lap, stats.laplace(scale=3.0).cdf).pvalue > 1e-3
+    assert stats.kstest(gau, stats.norm(scale=2.0).cdf).pvalue > 1e-3
+    assert len(acc.ledger) == 600
+
+
+def test_over_budget_refused_before_any_noise_is_drawn():
+    acc = Accountant.at_order(0.5, 2.0)
+    rng = np.random.default_rng(0)
+    D.privatize(COUNTS, LaplaceMechanism(20.0, 2.0), acc, "cheap", rng=rng)
+    ledger_before = acc.to_json()
+    rng_before = rng.bit_generator.state
+    with pytest.raises(BudgetExceededError):
+        D.privatize(COUNTS, LaplaceMechanism(0.1, 2.0), acc, "expensive", rng=rng)
+    assert acc.to_json() == ledger_before
+    assert rng.bit_generator.state == rng_before  # nothing was drawn
+
+
+def test_clamp_and_round_flags():
+    acc = Accountant()
+    rel = D.privatize(COUNTS, LAP, acc, "t", rng=2, clamp="zero", round=True)
+    assert rel.clamped and rel.rounded
+    assert (rel.values >= 0).all() and (rel.values == np.round(rel.values)).all()
+    assert not np.signbit(rel.values).any()
+
+
+def test_batch_of_rows_and_add_remove():
+    acc = Accountant()
+    cpt = np.array([[1, 2, 3], [4, 0, 6]])
+    rel = D.privatize(cpt, LaplaceMechanism(1.0, 1.0), acc, "cpt", rng=0, neighbours="add-remove")
+    assert rel.values.shape == (2, 3)
+    assert rel.neighbours == "add-remove" and rel.total is None  # N is private under add/remove
+
+
+def test_json_round_trip_is_exact_and_never_renoised():
+    acc = Accountant()
+    rel = D.privatize(np.array([[2, 5], [7, 1]]), GAU, acc, "rows", rng=4, round=True)
+    text = rel.to_json()
+    back = D.Release.from_json(text)
+    assert back == rel
+    assert back.to_json() == text
+    np.testing.assert_array_equal(back.values, rel.values)
+    assert back.mechanism == GAU and back.rounded and not back.clamped
+    assert len(acc.ledger) == 1  # rebuilding charged nothing
+
+
+def test_release_from_json_errors():
+    rel = D.privatize(COUNTS, LAP, Accountant(), "t", rng=0)
+    d = rel.to_dict()
+    with pytest.raises(ValueError, match="not a release"):
+        D.Release.from_dict({**d, "format": "other"})
+    with pytest.raises(ValueError, match="has no mechanism"):
+        D.Release.from_dict({**d, "mechanism": None})
+    with pytest.raises(TypeError, match="s must be JSON text"):
+        D.Release.from_json(d)
+    with pytest.raises(ValueError, match="values must be finite"):
+        D.Release(values=np.array([1.0, np.nan]), mechanism=LAP, tag="x")
+    with pytest.raises(TypeError, match="mechanism must be a Mechanism"):
+        D.Release(values=np.array([1.0, 2.0]), mechanism=None, tag="x")
+
+
+@pytest.mark.parametrize(
+    ("statistic", "exc", "match"),
+    [
+        (np.array([1, -2, 3]), ValueError, "must be non-negative counts"),
+        (np.array([1.0, np.nan]), ValueError, "contains NaN"),
+        (np.array([1.5, 2.0]), ValueError, "whole numbers"),
+        (np.array([1.0, np.inf]), ValueError, "must be finite"),
+        (np.ones((2, 2, 2)), ValueError, r"shape \(K,\) or \(rows, K\)"),
+        (5, ValueError, r"shape \(K,\) or \(rows, K\)"),
+        ("abc", TypeError, "must be an array of counts"),
+    ],
+)
+def test_bad_statistic(statistic, exc, match):
+    acc = Accountant()
+    with pytest.raises(exc, match=match):
+        D.privatize(statistic, LAP, acc, "t", rng=0)
+    assert len(acc.ledger) == 0
+
+
+def test_sensitivities_per_neighbouring_relation():
+    assert D.table_sensitivity("replace-one") == {"l1": 2.0, "l2": math.sqrt(2.0), "linf": 1.0}
+    assert D.table_sensitivity("add-remove") == {"l1": 1.0, "l2": 1.0, "linf": 1.0}
+    with pytest.raises(ValueError, match="neighbours must be one of"):
+        D.table_sensitivity("swap")
+
+
+def test_mechanism_not_matching_the_table_refused_and_nothing_charged():
+    acc = Accountant()
+    with pytest.raises(ValueError, match="below the sensitivity 2 of a count table"):
+        D.privatize(COUNTS, LaplaceMechanism(3.0, 1.0), acc, "t", rng=0)
+    with pytest.raises(ValueError, match=r"below the sensitivity 1\.41421"):
+        D.privatize(COUNTS, GaussianMechanism(3.0, 1.0), acc, "t", rng=0)
+    with pytest.raises(TypeError, match="GaussianMechanism or LaplaceMechanism"):
+        D.privatize(COUNTS, RandomizedResponse(0.8), acc, "t", rng=0)
+    with pytest.raises(TypeError, match="DirichletRelease"):
+        D.privatize(COUNTS, DirichletMechanism(1.0, 5.0, 2**0.5, 1.0), acc, "t", rng=0)
+    assert len(acc.ledger) == 0
+
+
+def test_other_bad_arguments():
+    acc = Accountant()
+    with pytest.raises(ValueError, match="clamp must be None or 'zero'"):
+        D.privatize(COUNTS, LAP, acc, "t", clamp="one")
+    with pytest.raises(TypeError, match="tag must be a non-empty string"):
+        D.privatize(COUNTS, LAP, acc, "")
+    with pytest.raises(TypeError, match="accountant must be an Accountant"):
+        D.privatize(COUNTS, LAP, None, "t")
+    with pytest.raises(ValueError, match="neighbours must be one of"):
+        D.privatize(COUNTS, LAP, acc, "t", neighbours="swap")
+    assert len(acc.ledger) == 0
