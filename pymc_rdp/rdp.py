@@ -16,8 +16,11 @@ This module depends on numpy and scipy only. The mathematics, with sources, is i
 
 from __future__ import annotations
 
+import bisect
 import math
+import weakref
 from collections.abc import Callable
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -74,14 +77,39 @@ DEFAULT_ORDERS: np.ndarray = _default_orders()
 # Validation helpers local to this module
 # --------------------------------------------------------------------------------------------------
 
+# Read-only arrays of orders already validated here, by id (a weak reference guards against reuse
+# of the id by another object after the array is gone).
+_VALIDATED: dict[int, weakref.ref] = {}
+
+
+def _frozen(arr: np.ndarray) -> bool:
+    """Whether neither ``arr`` nor any array it is a view of can be written to."""
+    while True:
+        if arr.flags.writeable:
+            return False
+        base = arr.base
+        if base is None:
+            return True
+        if not isinstance(base, np.ndarray):
+            return False
+        arr = base
+
 
 def _curve_orders(orders: ArrayLike, name: str = "orders") -> np.ndarray:
     """Orders for a curve: float64, ≥ 1 (1 = the α → 1 limit), ``inf`` allowed."""
+    if type(orders) is np.ndarray:
+        ref = _VALIDATED.get(id(orders))
+        if ref is not None and ref() is orders and not orders.flags.writeable:
+            return orders
     arr = as_float_array(orders, name, allow_inf=True)
     if arr.size == 0:
         raise ValueError(f"{name} must not be empty")
     if (arr < 1).any():
         raise ValueError(f"{name} must all be >= 1 (1 means the limit α → 1), got min {arr.min()}")
+    if arr is orders and _frozen(arr):
+        if len(_VALIDATED) >= 256:
+            _VALIDATED.clear()
+        _VALIDATED[id(arr)] = weakref.ref(arr)
     return arr
 
 
@@ -155,6 +183,351 @@ def _log1p_minus(u: ArrayLike) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------------------------------
+# Series for weak mechanisms, and per-grid constants
+# --------------------------------------------------------------------------------------------------
+#
+# Both the Laplace and the randomized-response curve are cumulant generating functions of a
+# two-point distribution, shifted so that it is a Bernoulli(q) variable B:
+#
+#   Laplace (Mironov 2017, Prop. 6), t = Δ₁/b, b = 2α − 1, q = (α − 1)/(2α − 1):
+#       (α − 1) ε(α) = log E e^{tX},  X = (α − 1) − bB,
+#   randomized response (Prop. 5), L = log(p/(1 − p)), λ = α − 1, q = 1 − p:
+#       λ ε(α) = log E e^{λY},  Y = L − 2LB.
+#
+# With κₙ(q) the cumulants of Bernoulli(q) (κ₁ = q, κ_{n+1} = q(1 − q) dκₙ/dq), and d = 1 − 2q,
+# κₙ = (1 − d²) Rₙ(d) where R₂ = 1/4 and R_{n+1}(d) = d Rₙ(d) − (1 − d²) Rₙ′(d)/2. Hence
+#
+#   Laplace:   ε(α) = Σ_{k≥2} a_k(α) t^k,   a_k(α) = 4α (−1)^k b^{k−2} R_k(1/b) / k!
+#              (a polynomial in α: a₂ = α/2, a₃ = −α/6, ...),
+#   RR:        ε(α) = (p − q)L + Σ_{n≥2} c_n(p) λ^{n−1},  c_n = 4pq Rₙ(p − q) (−2L)^n / n!.
+#
+# The series converge for |bt| < π and |2λL| < π (the nearest zero of 1 − q + q e^z), so on
+# bt < 1/4 and 2λL < 1/4 the first _N_TERMS terms leave a remainder of about (1/(4π))^17 ≈ 2e-19
+# relative. That is where the direct forms lose digits to cancellation: their relative error is
+# about 5e-16 t/ε(α), resp. 5e-16 L/ε(α), and elsewhere t/ε ≤ 17 (Laplace, bt ≥ 1/4) and
+# L/ε ≤ 16 (randomized response, (p − q) + λL/2 ≥ 1/16, as ε ≈ L((p − q) + λL/2) for small λL).
+#
+# The Laplace coefficients depend on the order only: they are computed once per grid of orders,
+# exactly (integer arithmetic, one rounding). The randomized-response coefficients depend on p only
+# and are well conditioned where they are used (|p − q| < 1/16); the powers λ^{n−1} are per grid.
+
+_N_TERMS = 18  # series terms: powers 2 … 19 of t (Laplace), 1 … 18 of λ (randomized response)
+_LAPLACE_S_MAX = 0.25  # series where (2α − 1) t < this
+_RR_GAP_MAX = 0.0625  # series where (p − q) + (α − 1) L / 2 < this
+_TABLE_MAX_ORDER = 1e12  # series tables stop here (coefficients grow like (2α)^k)
+_MAX_GRID = 4096  # larger arrays of orders are evaluated elementwise, without cached tables
+_T_POWERS = np.arange(2, _N_TERMS + 2, dtype=np.float64)
+_LAM_POWERS = np.arange(1, _N_TERMS + 1, dtype=np.float64)
+_D_POWERS = np.arange(_N_TERMS, dtype=np.float64)
+
+
+def _cumulant_polynomials(n_max: int) -> list[list[Fraction]]:
+    """Coefficients (in powers of d) of Rₙ(d) for n = 2 … n_max, exact."""
+    polys = [[Fraction(1, 4)]]
+    for _ in range(n_max - 2):
+        r = polys[-1]
+        deriv = [j * r[j] for j in range(1, len(r))]
+        nxt = [Fraction(0)] * (len(r) + 1)
+        for j, c in enumerate(r):  # d Rₙ
+            nxt[j + 1] += c
+        for j, c in enumerate(deriv):  # −(1 − d²) Rₙ′ / 2
+            nxt[j] -= c / 2
+            nxt[j + 2] += c / 2
+        polys.append(nxt)
+    return polys
+
+
+_R_POLYS = _cumulant_polynomials(_N_TERMS + 1)
+# randomized response: rows n = 2 … _N_TERMS + 1, columns powers of d = p − q
+_RR_RMAT = np.array(
+    [[float(c) for c in r] + [0.0] * (_N_TERMS - len(r)) for r in _R_POLYS], dtype=np.float64
+)
+_RR_SCALE = np.array(
+    [(-2.0) ** n / math.factorial(n) for n in range(2, _N_TERMS + 2)], dtype=np.float64
+)
+# Laplace: the same polynomials over a common denominator, for exact integer evaluation
+_R_INT: list[tuple[int, list[tuple[int, int]]]] = []
+for _r in _R_POLYS:
+    _den = math.lcm(*(c.denominator for c in _r))
+    _R_INT.append((_den, [(j, int(c * _den)) for j, c in enumerate(_r) if c != 0]))
+
+
+def _laplace_coefficients(alpha: float) -> list[float]:
+    """a_k(α), k = 2 … _N_TERMS + 1, each correctly rounded (exact rational arithmetic)."""
+    num, den = alpha.as_integer_ratio()  # α = num/den, den a power of 2
+    big_b = 2 * num - den  # 2α − 1 = big_b/den
+    pow_b = [1]
+    pow_d = [1]
+    for _ in range(_N_TERMS):
+        pow_b.append(pow_b[-1] * big_b)
+        pow_d.append(pow_d[-1] * den)
+    out = []
+    for i, (rden, terms) in enumerate(_R_INT):
+        k = i + 2
+        s = sum(c * pow_b[k - 2 - j] * pow_d[j] for j, c in terms)
+        val = 4 * num * s / (math.factorial(k) * rden * pow_d[k - 1])
+        out.append(-val if k % 2 else val)
+    return out
+
+
+class _Grid:
+    """Order-dependent constants of a flat array of orders, kept in sorted order."""
+
+    def __init__(self, flat: np.ndarray) -> None:
+        perm = np.argsort(flat, kind="stable")
+        a = flat[perm]
+        self.perm: np.ndarray | None = None if np.all(perm == np.arange(a.size)) else perm
+        self.size = a.size
+        at_one = a == 1.0
+        at_inf = np.isinf(a)
+        self.has_one = bool(at_one[0])
+        am = np.where(at_one | at_inf, 2.0, a)
+        lam = am - 1.0
+        b = 2.0 * am - 1.0
+        self.inv = np.where(at_one | at_inf, 0.0, 1.0 / lam)  # 1/(α − 1), 0 at α = 1, ∞
+        self.c1 = np.where(at_one, 0.0, np.where(at_inf, 0.5, lam / b))  # (α − 1)/(2α − 1)
+        self.neg_b = np.where(at_one, -1.0, np.where(at_inf, -np.inf, -b))  # −(2α − 1)
+        self.neg_2lam = np.where(at_one, 0.0, np.where(at_inf, -np.inf, -2.0 * lam))
+        self.b_sorted = -self.neg_b  # 2α − 1, sorted
+        self.lam_sorted = np.where(at_one, 0.0, np.where(at_inf, np.inf, lam))
+        self.b_list = self.b_sorted.tolist()
+        self.lam_list = self.lam_sorted.tolist()
+        # series tables only for moderate grids (built at about 0.1 ms per order)
+        self.n_table = (
+            int(np.searchsorted(a, _TABLE_MAX_ORDER, side="right")) if a.size <= _MAX_GRID else 0
+        )
+        self.sorted_orders = a
+        self._laplace: tuple[np.ndarray, int] = (np.empty((0, _N_TERMS)), 0)
+        self._laplace_t: np.ndarray | None = None
+        self._rr_t: np.ndarray | None = None
+        self._rr: np.ndarray | None = None
+
+    def laplace_table(self, rows: int) -> np.ndarray:
+        """The Laplace coefficients a_k(α) of the first ``rows`` sorted orders (built lazily).
+
+        The table and its row count are replaced together (one attribute), so a concurrent
+        reader never sees rows that are not filled in yet.
+        """
+        table, done = self._laplace
+        if rows <= done:
+            return table[:rows]
+        grown = np.empty((self.n_table, _N_TERMS))
+        grown[:done] = table[:done]
+        for i in range(done, rows):
+            grown[i] = _laplace_coefficients(float(self.sorted_orders[i]))
+        self._laplace = (grown, rows)
+        return grown[:rows]
+
+    def laplace_table_t(self, rows: int) -> np.ndarray:
+        """Transpose of :meth:`laplace_table`, C-contiguous (fast right operand of a product)."""
+        table_t = self._laplace_t
+        if table_t is None or table_t.shape[1] < rows:
+            table_t = np.ascontiguousarray(self.laplace_table(rows).T)
+            self._laplace_t = table_t
+        return table_t
+
+    @property
+    def rr_table(self) -> np.ndarray:
+        """Powers λ^1 … λ^_N_TERMS of the sorted orders within the table range (rows)."""
+        table = self._rr
+        if table is None:
+            lam = self.lam_sorted[: self.n_table]
+            table = self._rr = lam[:, None] ** _LAM_POWERS
+        return table
+
+    @property
+    def rr_table_t(self) -> np.ndarray:
+        """Transpose of :attr:`rr_table`, C-contiguous."""
+        table_t = self._rr_t
+        if table_t is None:
+            table_t = self._rr_t = np.ascontiguousarray(self.rr_table.T)
+        return table_t
+
+    def unsort(self, vals: np.ndarray) -> np.ndarray:
+        """Values computed in sorted order, put back in the caller's order (last axis)."""
+        if self.perm is None:
+            return vals
+        out = np.empty_like(vals)
+        out[..., self.perm] = vals
+        return out
+
+
+_GRIDS: dict[bytes, _Grid] = {}
+_GRIDS_BY_ID: dict[int, tuple[weakref.ref, _Grid]] = {}
+
+
+def _grid_of(a: np.ndarray) -> _Grid:
+    """Cached constants for the orders ``a`` (any shape, flattened), by identity or content."""
+    hit = _GRIDS_BY_ID.get(id(a))
+    if hit is not None and hit[0]() is a and not a.flags.writeable:
+        return hit[1]
+    flat = a.reshape(-1)
+    if flat.size > _MAX_GRID:
+        return _Grid(flat)
+    key = flat.tobytes()
+    grid = _GRIDS.get(key)
+    if grid is None:
+        grid = _Grid(flat)
+        if len(_GRIDS) >= 64:
+            del _GRIDS[next(iter(_GRIDS))]
+        _GRIDS[key] = grid
+    if _frozen(a):
+        if len(_GRIDS_BY_ID) >= 256:
+            _GRIDS_BY_ID.clear()
+        _GRIDS_BY_ID[id(a)] = (weakref.ref(a), grid)
+    return grid
+
+
+def _laplace_on_grid(g: _Grid, t: float) -> np.ndarray | None:
+    """Laplace curve for one scalar t on a grid (sorted order); ``None`` if out of table range."""
+    m = bisect.bisect_left(g.b_list, _LAPLACE_S_MAX / t)  # orders with (2α − 1) t < 1/4
+    if m > g.n_table:
+        return None
+    # direct form on the whole grid (cheaper than slicing), then the series on the first m orders
+    v = np.multiply(g.neg_b, t)
+    np.exp(v, out=v)  # e^{−s} − 1 is accurate to 4 ulp for s ≥ 1/4
+    v -= 1.0
+    v *= g.c1
+    np.log1p(v, out=v)
+    v *= g.inv
+    v += t
+    if m:
+        np.matmul(g.laplace_table(m), t**_T_POWERS, out=v[:m])
+    elif g.has_one:
+        v[0] = t + math.expm1(-t)
+    return v
+
+
+_BLOCK_ROWS = 256  # rows per block in the batch paths (keeps the working set in cache)
+
+
+def _laplace_outer(g: _Grid, t: np.ndarray) -> np.ndarray | None:
+    """Laplace curves for a vector of t (rows) on a grid (columns, sorted order).
+
+    Rows are processed in blocks of similar t, so that each block evaluates the direct form only
+    right of its first series column and the series (one matrix product) only left of its last.
+    """
+    m = np.searchsorted(g.b_sorted, _LAPLACE_S_MAX / t)  # per row: orders using the series
+    width = int(m.max())
+    if width > g.n_table:
+        return None
+    # transposed table: products with a C-contiguous right operand avoid a slow BLAS path
+    table_t = g.laplace_table_t(width)
+    order = np.argsort(m, kind="stable")
+    m_sorted = m[order]
+    t_sorted = t[order]
+    out = np.empty((t.size, g.size))
+    scratch = np.empty((min(_BLOCK_ROWS, t.size), g.size))
+    for r0 in range(0, t.size, _BLOCK_ROWS):
+        r1 = min(r0 + _BLOCK_ROWS, t.size)
+        v = scratch[: r1 - r0]
+        tb = t_sorted[r0:r1, None]
+        mb = m_sorted[r0:r1]
+        lo, hi = int(mb[0]), int(mb[-1])
+        if lo < g.size:
+            d = v[:, lo:]
+            np.multiply(tb, g.neg_b[lo:], out=d)
+            np.exp(d, out=d)
+            d -= 1.0
+            d *= g.c1[lo:]
+            np.log1p(d, out=d)
+            d *= g.inv[lo:]
+            d += tb
+            if lo == 0 and g.has_one:
+                v[:, 0] = tb[:, 0] + np.expm1(-tb[:, 0])
+        if hi:
+            # rows without series terms get t = 0 (no overflow in the powers; masked out below)
+            series = (np.where(mb > 0, tb[:, 0], 0.0)[:, None] ** _T_POWERS) @ table_t[:, :hi]
+            np.copyto(v[:, :hi], series, where=np.arange(hi) < mb[:, None])
+        out[order[r0:r1]] = v
+    return out
+
+
+def _rr_coefficients(
+    p: np.ndarray, q: np.ndarray, gap: np.ndarray, big_l: np.ndarray
+) -> np.ndarray:
+    """c_n(p), n = 2 … _N_TERMS + 1, for each p (rows)."""
+    r = (gap[:, None] ** _D_POWERS) @ _RR_RMAT.T
+    return (4.0 * p * q)[:, None] * r * _RR_SCALE * big_l[:, None] ** _T_POWERS
+
+
+def _rr_on_grid(g: _Grid, p: float) -> np.ndarray | None:
+    """Randomized-response curve for one scalar p on a grid (sorted order)."""
+    q = 1.0 - p
+    gap = 2.0 * p - 1.0  # p − q, exact for p in (1/2, 1)
+    big_l = math.log1p(gap / q)
+    m = 0
+    if gap < _RR_GAP_MAX:  # series where (p − q) + λL/2 < 1/16
+        m = bisect.bisect_left(g.lam_list, 2.0 * (_RR_GAP_MAX - gap) / big_l)
+        if m > g.n_table:
+            return None
+    # direct form on the whole grid, then the series on the first m orders
+    v = np.multiply(g.neg_2lam, big_l)
+    np.expm1(v, out=v)
+    v *= q
+    np.log1p(v, out=v)
+    v *= g.inv
+    v += big_l
+    if m:
+        c = _RR_RMAT @ (gap**_D_POWERS)  # Rₙ(p − q)
+        c *= big_l**_T_POWERS
+        c *= _RR_SCALE * (4.0 * p * q)
+        head = v[:m]
+        np.matmul(g.rr_table[:m], c, out=head)
+        head += gap * big_l
+    elif g.has_one:
+        v[0] = gap * big_l
+    return v
+
+
+def _rr_outer(g: _Grid, p: np.ndarray) -> np.ndarray | None:
+    """Randomized-response curves for a vector of p (rows) on a grid (columns, sorted order).
+
+    Blocks of rows with similar series ranges, as in :func:`_laplace_outer`.
+    """
+    q = 1.0 - p
+    gap = 2.0 * p - 1.0
+    big_l = np.log1p(gap / q)
+    kl = gap * big_l
+    # per row: orders using the series, (p − q) + λL/2 < 1/16 (none when p − q ≥ 1/16)
+    m = np.searchsorted(g.lam_sorted, 2.0 * np.maximum(_RR_GAP_MAX - gap, 0.0) / big_l)
+    width = int(m.max())
+    if width > g.n_table:
+        return None
+    lam_pow_t = g.rr_table_t  # C-contiguous right operand (see _laplace_outer)
+    order = np.argsort(m, kind="stable")
+    m_sorted = m[order]
+    out = np.empty((p.size, g.size))
+    scratch = np.empty((min(_BLOCK_ROWS, p.size), g.size))
+    for r0 in range(0, p.size, _BLOCK_ROWS):
+        r1 = min(r0 + _BLOCK_ROWS, p.size)
+        rows = order[r0:r1]
+        v = scratch[: r1 - r0]
+        mb = m_sorted[r0:r1]
+        lo, hi = int(mb[0]), int(mb[-1])
+        lb = big_l[rows, None]
+        if lo < g.size:
+            d = v[:, lo:]
+            np.multiply(lb, g.neg_2lam[lo:], out=d)
+            np.expm1(d, out=d)
+            d *= q[rows, None]
+            np.log1p(d, out=d)
+            d *= g.inv[lo:]
+            d += lb
+            if lo == 0 and g.has_one:
+                v[:, 0] = kl[rows]
+        if hi:
+            sel = rows[mb > 0]
+            c = np.zeros((rows.size, _N_TERMS))
+            c[mb > 0] = _rr_coefficients(p[sel], q[sel], gap[sel], big_l[sel])
+            series = c @ lam_pow_t[:, :hi]
+            series += kl[rows, None]
+            np.copyto(v[:, :hi], series, where=np.arange(hi) < mb[:, None])
+        out[rows] = v
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
 # Curves
 # --------------------------------------------------------------------------------------------------
 
@@ -184,8 +557,12 @@ def gaussian(orders: ArrayLike, sigma: ArrayLike, sensitivity: ArrayLike = 1.0) 
     a = _curve_orders(orders)
     s = _positive(sigma, "sigma")
     d = _positive(sensitivity, "sensitivity")
+    if isinstance(s, float) and isinstance(d, float):
+        out = np.multiply(a, (d / s) ** 2 / 2.0)
+        return out if a.ndim else np.asarray(out)
     a, s, d = _broadcast((a, "orders"), (s, "sigma"), (d, "sensitivity"))
-    return _out(a * (d / s) ** 2 / 2.0)
+    # the parameter part first: one full-size product when a batch of curves is evaluated
+    return _out(a * ((d / s) ** 2 / 2.0))
 
 
 def laplace(orders: ArrayLike, scale: ArrayLike, sensitivity: ArrayLike = 1.0) -> np.ndarray:
@@ -199,8 +576,14 @@ def laplace(orders: ArrayLike, scale: ArrayLike, sensitivity: ArrayLike = 1.0) -
           = t + \frac{1}{\alpha-1}\,\mathrm{log1p}\Big[\frac{\alpha-1}{2\alpha-1}\,
             \mathrm{expm1}\big(-(2\alpha-1)t\big)\Big],
 
-    the second form being the one evaluated (no overflow for any α). Limits: α → 1 gives
-    t + e^{−t} − 1, α = ∞ gives t (the pure-DP guarantee).
+    the second form being the one evaluated (no overflow for any α) where (2α − 1) t ≥ 1/4.
+    Below, where that form cancels, the curve is the power series Σ_k a_k(α) t^k of the cumulant
+    generating function of a shifted Bernoulli variable (18 terms; coefficients computed exactly
+    once per grid of orders), so weak mechanisms keep full relative precision. Limits: α → 1
+    gives t + e^{−t} − 1, α = ∞ gives t (the pure-DP guarantee).
+
+    A scalar parameter costs a few vector operations on the grid; rows of parameters against a
+    row of orders (shapes (n, 1) and (k,)) are evaluated as one batch.
 
     Parameters
     ----------
@@ -219,8 +602,46 @@ def laplace(orders: ArrayLike, scale: ArrayLike, sensitivity: ArrayLike = 1.0) -
     a = _curve_orders(orders)
     b = _positive(scale, "scale")
     d = _positive(sensitivity, "sensitivity")
+    if isinstance(b, float) and isinstance(d, float):
+        t = d / b
+        grid = _grid_of(a)
+        val = _laplace_on_grid(grid, t)
+        if val is not None:
+            return grid.unsort(val).reshape(a.shape)
+        return _laplace_elementwise(a, t)
     a, b, d = _broadcast((a, "orders"), (b, "scale"), (d, "sensitivity"))
-    t = d / b
+    t = np.asarray(d / b, dtype=np.float64)
+    return _dispatch(a, t, _laplace_on_grid, _laplace_outer, _laplace_elementwise)
+
+
+def _dispatch(
+    a: np.ndarray,
+    x: np.ndarray,
+    on_grid: Callable[[_Grid, float], np.ndarray | None],
+    outer: Callable[[_Grid, np.ndarray], np.ndarray | None],
+    elementwise: Callable[[np.ndarray, Any], np.ndarray],
+) -> np.ndarray:
+    """Evaluate a one-parameter curve for orders ``a`` and parameter array ``x`` (broadcast).
+
+    One parameter value: the grid path. Orders along the last axis only and parameters constant
+    along it (the layout of a batch of curves): the outer-product path. Otherwise elementwise.
+    """
+    shape = np.broadcast_shapes(a.shape, x.shape)
+    if x.size == 1:
+        grid = _grid_of(a)
+        val = on_grid(grid, float(x.reshape(-1)[0]))
+        if val is not None:
+            return grid.unsort(val).reshape(shape)
+    elif x.size > 1 and a.ndim >= 1 and a.size == a.shape[-1] and x.ndim >= 1 and x.shape[-1] == 1:
+        grid = _grid_of(a)
+        val = outer(grid, x.reshape(-1))
+        if val is not None:
+            return grid.unsort(val).reshape(shape)
+    return elementwise(a, x)
+
+
+def _laplace_elementwise(a: np.ndarray, t: Any) -> np.ndarray:
+    """Laplace curve elementwise for any broadcastable orders and t (no per-grid tables)."""
     at_one, at_inf, am = _split_orders(a)
     am1 = am - 1.0
     two_am1 = 2.0 * am - 1.0
@@ -250,6 +671,9 @@ def randomized_response(orders: ArrayLike, p: ArrayLike) -> np.ndarray:
             + (1-p)^\alpha p^{1-\alpha}\big]
           = L + \frac{1}{\alpha-1}\,\mathrm{log1p}\big[(1-p)\,\mathrm{expm1}(-2(\alpha-1)L)\big].
 
+    The second form is evaluated except where p − q and (α − 1) L are both small: there the
+    curve is (p − q) L + Σ_n c_n(p) (α − 1)^{n−1}, the power series of the cumulant generating
+    function of the privacy loss (18 terms), which keeps full relative precision for p near 1/2.
     Limits: α → 1 gives (2p − 1) L, α = ∞ gives L.
 
     Parameters
@@ -266,10 +690,18 @@ def randomized_response(orders: ArrayLike, p: ArrayLike) -> np.ndarray:
     """
     a = _curve_orders(orders)
     if isinstance(p, float) and 0.5 < p < 1.0:
-        pp = p
-    else:
-        pp = check_probability_open(p, "p", 0.5, 1.0)
+        grid = _grid_of(a)
+        val = _rr_on_grid(grid, p)
+        if val is not None:
+            return grid.unsort(val).reshape(a.shape)
+        return _rr_elementwise(a, p)
+    pp = check_probability_open(p, "p", 0.5, 1.0)
     a, pp = _broadcast((a, "orders"), (pp, "p"))
+    return _dispatch(a, pp, _rr_on_grid, _rr_outer, _rr_elementwise)
+
+
+def _rr_elementwise(a: np.ndarray, pp: Any) -> np.ndarray:
+    """Randomized-response curve elementwise for any broadcastable orders and p."""
     q = 1.0 - pp
     gap = 2.0 * pp - 1.0  # p − q, exact for p in (1/2, 1)
     big_l = np.log1p(gap / q)
@@ -397,9 +829,21 @@ def dirichlet(
 _METHODS = ("bbghs", "mironov")
 
 
+# Read-only arrays already accepted as conversion orders (every order > 1), by id.
+_VALIDATED_CONVERSION: dict[int, weakref.ref] = {}
+
+
 def _conversion_inputs(orders: ArrayLike, rdp: Curve) -> tuple[np.ndarray, np.ndarray]:
-    # the shared read-only grid is valid by construction: skip its checks
-    a = orders if orders is DEFAULT_ORDERS else check_orders(orders, "orders")
+    # read-only grids already checked here (the shared default one included) skip the checks
+    ref = _VALIDATED_CONVERSION.get(id(orders))
+    if ref is not None and ref() is orders and not orders.flags.writeable:
+        a = orders
+    else:
+        a = check_orders(orders, "orders")
+        if a is orders and a.ndim <= 1 and _frozen(a):
+            if len(_VALIDATED_CONVERSION) >= 256:
+                _VALIDATED_CONVERSION.clear()
+            _VALIDATED_CONVERSION[id(a)] = weakref.ref(a)
     if a.ndim == 0:
         a = a.reshape(1)
     if a.ndim != 1:

@@ -179,6 +179,199 @@ def test_full_relative_precision_for_weak_mechanisms() -> None:
         np.testing.assert_allclose(got, want, rtol=5e-14)
 
 
+# ------------------------------------------------------------------------------------------------
+# Evaluation paths: per-grid series tables, batches of curves, elementwise broadcasting
+# ------------------------------------------------------------------------------------------------
+
+
+def _mp_laplace(a: float, t: float) -> float:
+    mp = pytest.importorskip("mpmath")
+    a, t = mp.mpf(a), mp.mpf(t)
+    if a == 1:
+        return float(t + mp.e ** (-t) - 1)
+    if mp.isinf(a):
+        return float(t)
+    mix = a / (2 * a - 1) * mp.e ** ((a - 1) * t) + (a - 1) / (2 * a - 1) * mp.e ** (-a * t)
+    return float(mp.log(mix) / (a - 1))
+
+
+def _mp_rr(a: float, p: float) -> float:
+    mp = pytest.importorskip("mpmath")
+    a, p = mp.mpf(a), mp.mpf(p)
+    big_l = mp.log(p / (1 - p))
+    if a == 1:
+        return float((2 * p - 1) * big_l)
+    if mp.isinf(a):
+        return float(big_l)
+    return float(mp.log(p**a * (1 - p) ** (1 - a) + (1 - p) ** a * p ** (1 - a)) / (a - 1))
+
+
+# orders on both sides of every switch between series and direct forms, the limits, and orders
+# beyond the series tables (1e13)
+PATH_ORDERS = np.array(
+    [
+        *(1.0, 1.0 + 1e-12, 1.001, 1.05, 1.5, 2.0, 3.7, 10.0, 40.0, 63.0, 512.0, 4096.0),
+        *(5e4, 1e6, 3e7, 1e12, 1e13, np.inf),
+    ]
+)
+LAPLACE_TS = [1e-14, 1e-9, 3e-7, 1e-4, 0.0025, 0.01, 0.05, 0.1249, 0.1251, 0.3, 1.0, 7.0, 60.0]
+RR_PS = [0.5 + 2**-52, 0.5 + 1e-9, 0.5001, 0.505, 0.52, 0.53124, 0.53126, 0.6, 0.9, 1 - 1e-12]
+
+
+@pytest.fixture(scope="module")
+def mp_reference() -> dict[str, np.ndarray]:
+    pytest.importorskip("mpmath").mp.dps = 60
+    lap = np.array([[_mp_laplace(a, t) for a in PATH_ORDERS] for t in LAPLACE_TS])
+    rr = np.array([[_mp_rr(a, p) for a in PATH_ORDERS] for p in RR_PS])
+    return {"laplace": lap, "rr": rr}
+
+
+def test_grid_path_matches_mpmath(mp_reference: dict[str, np.ndarray]) -> None:
+    """Scalar parameters (series on a table per grid + direct form) to 60-digit arithmetic."""
+    for i, t in enumerate(LAPLACE_TS):
+        np.testing.assert_allclose(
+            rdp.laplace(PATH_ORDERS, 1.0, t),
+            mp_reference["laplace"][i],
+            rtol=2e-14,
+            err_msg=f"t={t}",
+        )
+        # the same t through scale and sensitivity, and unsorted orders
+        perm = np.random.default_rng(i).permutation(PATH_ORDERS.size)
+        np.testing.assert_allclose(
+            rdp.laplace(PATH_ORDERS[perm], 2.0 / t, 2.0),
+            mp_reference["laplace"][i][perm],
+            rtol=2e-14,
+        )
+    for i, p in enumerate(RR_PS):
+        np.testing.assert_allclose(
+            rdp.randomized_response(PATH_ORDERS, p),
+            mp_reference["rr"][i],
+            rtol=2e-14,
+            err_msg=f"p={p}",
+        )
+
+
+def test_batch_and_elementwise_paths_match_mpmath(mp_reference: dict[str, np.ndarray]) -> None:
+    """Rows of parameters against a row of orders (one matrix product), and the elementwise
+    fallback for arbitrary broadcasting, against the same 60-digit values."""
+    ts = np.array(LAPLACE_TS)
+    ps = np.array(RR_PS)
+    batch = rdp.laplace(PATH_ORDERS[None, :], 1.0 / ts[:, None])
+    np.testing.assert_allclose(batch, mp_reference["laplace"], rtol=2e-14)
+    np.testing.assert_allclose(
+        rdp.laplace(PATH_ORDERS, 1.0, ts[:, None]), mp_reference["laplace"], rtol=2e-14
+    )
+    batch = rdp.randomized_response(PATH_ORDERS[None, :], ps[:, None])
+    np.testing.assert_allclose(batch, mp_reference["rr"], rtol=2e-14)
+    # elementwise: orders (k, 1) against parameters (1, n) is neither a single value nor rows
+    lap_t = rdp.laplace(PATH_ORDERS[:, None], 1.0 / ts[None, :])
+    np.testing.assert_allclose(lap_t, mp_reference["laplace"].T, rtol=5e-14)
+    rr_t = rdp.randomized_response(PATH_ORDERS[:, None], ps[None, :])
+    np.testing.assert_allclose(rr_t, mp_reference["rr"].T, rtol=5e-14)
+
+
+@HYP
+@given(
+    t=st.floats(1e-12, 50.0),
+    p=st.floats(0.5 + 1e-12, 1 - 1e-12),
+    alpha=st.floats(1.0, 2e6),
+)
+def test_paths_agree(t: float, p: float, alpha: float) -> None:
+    """Grid path (scalar parameter), batch rows and the elementwise fallback give the same curve."""
+    orders = np.concatenate([ORDERS, [alpha]])
+    lap = rdp.laplace(orders, 1.0, t)
+    rr = rdp.randomized_response(orders, p)
+    rows = rdp.laplace(orders[None, :], np.array([[1.0 / t], [1.0]]))
+    np.testing.assert_allclose(rows[0], lap, rtol=1e-14)
+    np.testing.assert_allclose(rdp.laplace(orders, np.full(orders.size, 1.0 / t)), lap, rtol=5e-14)
+    rows = rdp.randomized_response(orders[None, :], np.array([[p], [0.75]]))
+    np.testing.assert_allclose(rows[0], rr, rtol=1e-14)
+    np.testing.assert_allclose(
+        rdp.randomized_response(orders, np.full(orders.size, p)), rr, rtol=5e-14
+    )
+    single = rdp.laplace(alpha, 1.0, t)
+    assert single.shape == () and float(single) == pytest.approx(float(lap[-1]), rel=1e-14)
+
+
+def test_laplace_series_coefficients_are_exact() -> None:
+    """a₂ = α/2, a₃ = −α/6, a₄ = α(1 + 2α − 2α²)/24, a_k(1) = (−1)^k/k!, and 60-digit Taylor."""
+    for alpha in (1.0, 1.1, 2.0, 17.5, 1e6):
+        a = rdp._laplace_coefficients(alpha)
+        assert a[0] == alpha / 2 and a[1] == pytest.approx(-alpha / 6, rel=1e-16)
+        assert a[2] == pytest.approx(alpha * (1 + 2 * alpha - 2 * alpha**2) / 24, rel=1e-15)
+    one = rdp._laplace_coefficients(1.0)
+    np.testing.assert_array_equal(
+        one, [(-1) ** k / math.factorial(k) for k in range(2, 2 + len(one))]
+    )
+    # Taylor coefficients of the curve in t, by 60-digit differentiation at α = 3
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    taylor = mp.taylor(
+        lambda x: mp.log(mp.mpf(3) / 5 * mp.e ** (2 * x) + mp.mpf(2) / 5 * mp.e ** (-3 * x)) / 2,
+        0,
+        8,
+    )
+    np.testing.assert_allclose(
+        rdp._laplace_coefficients(3.0)[:7], [float(c) for c in taylor[2:9]], rtol=1e-15
+    )
+
+
+def test_randomized_response_series_coefficients() -> None:
+    """(p − q)L + Σ c_n λ^{n−1} reproduces the curve's Taylor coefficients in λ = α − 1."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 60
+    p = mp.mpf("0.53")
+    big_l = mp.log(p / (1 - p))
+    taylor = mp.taylor(
+        lambda lam: mp.log(p * mp.e ** (lam * big_l) + (1 - p) * mp.e ** (-lam * big_l)), 0, 9
+    )
+    # λ ε = K(λ): the coefficient of λ^{n−1} in ε is the one of λ^n in K
+    pf = float(p)
+    q, gap = 1.0 - pf, 2.0 * pf - 1.0
+    c = rdp._rr_coefficients(
+        np.array([pf]), np.array([q]), np.array([gap]), np.array([math.log1p(gap / q)])
+    )[0]
+    assert gap * math.log1p(gap / q) == pytest.approx(float(taylor[1]), rel=1e-15)
+    np.testing.assert_allclose(c[:8], [float(x) for x in taylor[2:10]], rtol=1e-13)
+
+
+def test_cached_grids_follow_the_contents_of_the_orders() -> None:
+    """Per-grid constants are reused for equal orders, never for an array changed in place."""
+    orders = np.array([2.0, 5.0, 30.0])
+    first = rdp.laplace(orders, 50.0)
+    orders[1] = 7.0
+    np.testing.assert_array_equal(rdp.laplace(orders, 50.0), rdp.laplace([2.0, 7.0, 30.0], 50.0))
+    assert rdp.laplace(orders, 50.0)[1] != first[1]
+    # a read-only view of a writeable array is not trusted by identity either
+    base = np.array([2.0, 5.0, 30.0])
+    view = base.view()
+    view.flags.writeable = False
+    before = rdp.randomized_response(view, 0.51)
+    base[0] = 3.0
+    after = rdp.randomized_response(view, 0.51)
+    assert after[0] != before[0]
+    np.testing.assert_array_equal(after, rdp.randomized_response([3.0, 5.0, 30.0], 0.51))
+    # bad orders are still refused after valid arrays were seen
+    with pytest.raises(ValueError, match="orders"):
+        rdp.laplace(np.array([0.5, 2.0]), 1.0)
+
+
+def test_batch_shapes_and_gaussian_batch_equals_single() -> None:
+    sig = np.array([[0.5], [3.0], [40.0]])
+    batch = rdp.gaussian(ORDERS[None, :], sig, 2.0)
+    assert batch.shape == (3, ORDERS.size)
+    for i, s in enumerate(sig[:, 0]):
+        np.testing.assert_array_equal(batch[i], rdp.gaussian(ORDERS, float(s), 2.0))
+    assert rdp.laplace(ORDERS, np.array([[10.0]])).shape == (1, ORDERS.size)
+    assert rdp.laplace(ORDERS, np.full((2, 3, 1), 10.0)).shape == (2, 3, ORDERS.size)
+    assert rdp.randomized_response(ORDERS.reshape(1, 1, -1), np.full((4, 1), 0.6)).shape == (
+        1,
+        4,
+        ORDERS.size,
+    )
+    assert rdp.randomized_response(2.0, np.float64(0.6)).shape == ()
+
+
 @pytest.mark.parametrize(("scale", "sens"), [(1.0, 1.0), (0.01, 1.0), (100.0, 1.0)])
 def test_laplace_limits(scale: float, sens: float) -> None:
     t = sens / scale
