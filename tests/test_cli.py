@@ -1,0 +1,415 @@
+"""Tests of the ``pymc-rdp`` command through its entry point (subprocess and ``main(argv)``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pymc_rdp import Accountant, GaussianMechanism, LaplaceMechanism
+from pymc_rdp.cli import main
+
+DEMO_FILES = [
+    "posterior.nc",
+    "ledger.json",
+    "releases.json",
+    "report.md",
+    "privacy_utility.csv",
+    "figures/rdp_curve.png",
+    "figures/epsilon_delta.png",
+    "figures/privacy_utility.png",
+    "figures/cpt_age.png",
+    "figures/cpt_sex.png",
+    "figures/cpt_income.png",
+]
+ADULT_NODES = ["age", "sex", "education", "occupation", "capital-gain", "capital-loss", "income"]
+
+
+def _run(*args: str, cwd: Path | None = None, timeout: float = 240) -> subprocess.CompletedProcess:
+    env = dict(os.environ, MPLBACKEND="Agg", PYTHONWARNINGS="ignore")
+    env.pop("PYMC_RDP_DEBUG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pymc_rdp.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def _one_line_error(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("pymc-rdp: error: "), stderr
+    assert "Traceback" not in stderr
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("demo") / "out"
+    proc = _run("demo", "--fast", "--seed", "3", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr
+    assert "(ε, δ) = (1, 1e-06)" in proc.stdout
+    return out
+
+
+# ------------------------------------------------------------------------------------- demo
+
+
+def test_demo_writes_every_promised_file(demo_dir):
+    for name in DEMO_FILES:
+        path = demo_dir / name
+        assert path.is_file(), name
+        assert path.stat().st_size > 100, name
+    for png in (demo_dir / "figures").glob("*.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_demo_ledger_in_netcdf_equals_the_json(demo_dir):
+    import xarray as xr
+
+    text = (demo_dir / "ledger.json").read_text().strip()
+    with xr.open_datatree(demo_dir / "posterior.nc", engine="h5netcdf") as tree:
+        attrs = dict(tree.attrs)
+        cpt_vars = set(tree["posterior"].data_vars)
+    assert json.loads(attrs["pymc_rdp_accountant"]) == json.loads(text)
+    releases = json.loads((demo_dir / "releases.json").read_text())
+    assert releases["ledger"] == json.loads(text)
+    assert cpt_vars == {f"{v}_cpt" for v in ADULT_NODES}
+    # the ledger is exact: the rebuilt accountant spends at most the default budget (1, 1e-6)
+    acc = Accountant.from_json(attrs["pymc_rdp_accountant"])
+    assert acc.to_json() == text
+    assert len(acc.ledger) == len(ADULT_NODES)
+    assert acc.budget == (1.0, 1e-6)
+    assert acc.epsilon(1e-6) <= 1.0
+
+
+def test_demo_releases_hold_the_released_tables(demo_dir):
+    doc = json.loads((demo_dir / "releases.json").read_text())
+    assert doc["mechanism"] == "dirichlet"
+    fams = {f["node"]: f for f in doc["families"]}
+    assert set(fams) == set(ADULT_NODES)
+    for f in fams.values():
+        values = np.asarray(f["values"])
+        assert values.shape == (len(f["parent_configurations"]), len(f["states"]))
+        np.testing.assert_allclose(values.sum(axis=1), 1.0, rtol=1e-12)  # CPT rows
+        assert f["mechanism"]["name"] == "dirichlet"
+    assert fams["income"]["parents"] == ["occupation", "capital-gain", "capital-loss"]
+
+
+def test_demo_report_states_the_guarantee(demo_dir):
+    text = (demo_dir / "report.md").read_text()
+    acc = Accountant.from_json((demo_dir / "ledger.json").read_text())
+    eps, best = acc.epsilon_and_order(1e-6)
+    assert "(ε, δ) = (1, 1e-06)" in text
+    assert f"ε = {eps:.4g} at δ = 1e-06" in text
+    assert f"λ = {best:.4g}" in text
+    assert "dirichlet" in text and "4,000" in text  # the fast-mode subsample is stated
+    for name in ("rdp_curve.png", "epsilon_delta.png", "privacy_utility.png"):
+        assert f"figures/{name}" in text
+
+
+def test_ledger_command_prints_the_epsilon(demo_dir, capsys):
+    acc = Accountant.from_json((demo_dir / "ledger.json").read_text())
+    for src in ("posterior.nc", "ledger.json", "releases.json"):
+        assert main(["ledger", str(demo_dir / src)]) == 0
+        out = capsys.readouterr().out
+        assert f"ε = {acc.epsilon(1e-6):.6g} at δ = 1e-06" in out
+        assert "bn:income" in out
+    assert main(["ledger", str(demo_dir / "posterior.nc"), "--delta", "1e-9"]) == 0
+    out = capsys.readouterr().out
+    assert f"ε = {acc.epsilon(1e-9):.6g} at δ = 1e-09" in out
+    assert main(["ledger", str(demo_dir / "posterior.nc"), "--json"]) == 0
+    assert capsys.readouterr().out.strip() == acc.to_json()
+
+
+def test_ledger_command_through_the_subprocess(demo_dir):
+    proc = _run("ledger", str(demo_dir / "posterior.nc"))
+    assert proc.returncode == 0, proc.stderr
+    acc = Accountant.from_json((demo_dir / "ledger.json").read_text())
+    assert f"{acc.epsilon(1e-6):.6g}" in proc.stdout
+
+
+# ------------------------------------------------------------------------------------- ledger
+
+
+def test_ledger_of_release_files(tmp_path, capsys):
+    # the release format of pymc_rdp.distributions: the mechanism is re-evaluated
+    rel = {
+        "format": "pymc-rdp.release",
+        "version": 1,
+        "tag": "t",
+        "values": [1.0, 2.0],
+        "mechanism": GaussianMechanism(sigma=4.0, sensitivity=math.sqrt(2.0)).to_dict(),
+        "entry": {"tag": "t", "count": 3},
+    }
+    lap = dict(rel, tag="u", mechanism=LaplaceMechanism(scale=8.0).to_dict(), entry={})
+    expected = Accountant()
+    expected.spend(GaussianMechanism(sigma=4.0, sensitivity=math.sqrt(2.0)), count=3)
+    one = tmp_path / "release.json"
+    one.write_text(json.dumps(rel))
+    assert main(["ledger", str(one), "--delta", "1e-5"]) == 0
+    out = capsys.readouterr().out
+    assert f"ε = {expected.epsilon(1e-5):.6g} at δ = 1e-05" in out
+    expected.spend(LaplaceMechanism(scale=8.0))
+    both = tmp_path / "releases.json"
+    both.write_text(json.dumps([rel, lap]))
+    assert main(["ledger", str(both)]) == 0
+    out = capsys.readouterr().out
+    assert f"ε = {expected.epsilon(1e-6):.6g} at δ = 1e-06" in out
+
+
+def test_ledger_with_an_rdp_budget(tmp_path, capsys):
+    acc = Accountant.at_order(2.0, 8.0)
+    acc.spend(GaussianMechanism(sigma=3.0), tag="g")
+    path = tmp_path / "acc.json"
+    path.write_text(acc.to_json())
+    assert main(["ledger", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"ε(8) = {float(acc.rdp([8.0])[0]):.6g} (budget 2)" in out
+    assert f"ε = {acc.epsilon(1e-6):.6g} at δ = 1e-06" in out
+
+
+# ------------------------------------------------------------------------------------- fit
+
+
+@pytest.fixture(scope="module")
+def cancer_files(tmp_path_factory) -> dict[str, Path]:
+    from pgmpy.readwrite import BIFWriter
+
+    from pymc_rdp import datasets
+
+    d = tmp_path_factory.mktemp("cancer")
+    df = datasets.sample_network("cancer", 3000, random_state=7)
+    df.iloc[:2000].to_csv(d / "train.csv", index=False)
+    df.iloc[2000:].to_csv(d / "test.csv", index=False)
+    model = datasets.load_network("cancer")
+    structure = {v: sorted(model.get_parents(v)) for v in model.nodes()}
+    (d / "dag.json").write_text(json.dumps(structure))
+    BIFWriter(model).write(str(d / "cancer.bif"))
+    return {
+        "dir": d,
+        "train": d / "train.csv",
+        "test": d / "test.csv",
+        "json": d / "dag.json",
+        "bif": d / "cancer.bif",
+    }
+
+
+@pytest.mark.parametrize("structure", ["json", "bif"])
+def test_fit_with_an_rdp_budget(cancer_files, structure, tmp_path, capsys):
+    out = tmp_path / "res"
+    code = main(
+        [
+            "fit",
+            str(cancer_files["train"]),
+            "--structure",
+            str(cancer_files[structure]),
+            "--epsilon",
+            "2",
+            "--order",
+            "4",
+            "--test",
+            str(cancer_files["test"]),
+            "--seed",
+            "1",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+    )
+    assert code == 0
+    stdout = capsys.readouterr().out
+    for name in (
+        "posterior.nc",
+        "ledger.json",
+        "releases.json",
+        "report.md",
+        "figures/rdp_curve.png",
+        "figures/epsilon_delta.png",
+    ):
+        assert (out / name).is_file(), name
+    assert len(list((out / "figures").glob("cpt_*.png"))) == 3
+    assert not (out / "figures" / "privacy_utility.png").exists()  # no extra fits on user data
+    acc = Accountant.from_json((out / "ledger.json").read_text())
+    assert acc.budget_order == (2.0, 4.0)
+    assert float(acc.rdp([4.0])[0]) <= 2.0
+    assert len(acc.ledger) == 5
+    assert "at Rényi order 4" in stdout and "held-out log-likelihood" in stdout
+    doc = json.loads((out / "releases.json").read_text())
+    cancer = next(f for f in doc["families"] if f["node"] == "Cancer")
+    assert sorted(cancer["parents"]) == ["Pollution", "Smoker"]
+    if structure == "bif":
+        assert cancer["states"] == ["True", "False"]  # the BIF file's states, in its order
+
+
+def test_demo_gaussian_uses_the_naive_baseline_for_large_tables(tmp_path, capsys):
+    out = tmp_path / "g"
+    argv = ["demo", "--fast", "--mechanism", "gaussian", "--epsilon", "2", "--order", "5"]
+    assert main([*argv, "--out", str(out), "--quiet", "--seed", "2"]) == 0
+    assert "gaussian mechanism under ε = 2 at Rényi order 5" in capsys.readouterr().out
+    report = (out / "report.md").read_text()
+    assert "naive baseline" in report and "'occupation', 4800), more than 2000" in report
+    doc = json.loads((out / "releases.json").read_text())
+    fam = next(f for f in doc["families"] if f["node"] == "occupation")
+    rel = fam["release"]  # the noisy counts with their mechanism, as published
+    assert rel["mechanism"]["name"] == "gaussian"
+    assert np.asarray(rel["values"]).size == 4800
+    acc = Accountant.from_json((out / "ledger.json").read_text())
+    assert float(acc.rdp([5.0])[0]) <= 2.0
+    entry = next(e for e in acc.ledger if e.tag == rel["tag"])
+    assert entry.mechanism_dict() == rel["mechanism"]
+
+
+@pytest.mark.slow
+def test_fit_gaussian_noise_aware_posterior(cancer_files, tmp_path, capsys):
+    out = tmp_path / "na"
+    argv = [
+        "fit",
+        str(cancer_files["train"]),
+        "--structure",
+        str(cancer_files["json"]),
+        "--mechanism",
+        "gaussian",
+        "--epsilon",
+        "1",
+        "--delta",
+        "1e-6",
+        "--draws",
+        "200",
+        "--tune",
+        "200",
+        "--chains",
+        "1",
+        "--seed",
+        "4",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
+    assert main(argv) == 0
+    import xarray as xr
+
+    with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
+        assert tree["posterior"].sizes["draw"] == 200
+    assert "NUTS sampled the noise-aware model" in (out / "report.md").read_text()
+
+
+# ------------------------------------------------------------------------------------- errors
+
+
+def _err(capsys, argv) -> str:
+    code = main(argv)
+    assert code != 0
+    return _one_line_error(capsys.readouterr().err)
+
+
+def test_bad_budgets_are_one_line_errors(cancer_files, capsys):
+    base = ["fit", str(cancer_files["train"]), "--structure", str(cancer_files["json"])]
+    assert "--epsilon" in _err(capsys, [*base, "--epsilon", "0"])
+    assert "--epsilon" in _err(capsys, [*base, "--epsilon", "-1"])
+    assert "--epsilon" in _err(capsys, [*base, "--epsilon", "nan"])
+    assert "--delta" in _err(capsys, [*base, "--delta", "1.5"])
+    assert "--order" in _err(capsys, [*base, "--order", "1"])
+    assert "not allowed with" in _err(capsys, [*base, "--order", "3", "--delta", "1e-6"])
+    assert "invalid choice" in _err(capsys, ["demo", "--mechanism", "exponential"])
+    assert "--structure" in _err(capsys, ["fit", str(cancer_files["train"])])
+
+
+def test_bad_files_are_one_line_errors(cancer_files, tmp_path, capsys):
+    d = cancer_files["dir"]
+    train, dag = str(cancer_files["train"]), str(cancer_files["json"])
+    msg = _err(capsys, ["fit", str(tmp_path / "nope.csv"), "--structure", dag])
+    assert "not found" in msg and "nope.csv" in msg
+    msg = _err(capsys, ["fit", train, "--structure", str(tmp_path / "nope.json")])
+    assert "structure file not found" in msg
+    unknown = tmp_path / "unknown.json"
+    unknown.write_text(json.dumps({"Cancer": ["Smoker", "Age"], "Smoker": []}))
+    msg = _err(capsys, ["fit", train, "--structure", str(unknown)])
+    assert "unknown column" in msg and "'Age'" in msg
+    cyclic = tmp_path / "cyclic.json"
+    cyclic.write_text(json.dumps({"Cancer": ["Smoker"], "Smoker": ["Xray"], "Xray": ["Cancer"]}))
+    msg = _err(capsys, ["fit", train, "--structure", str(cyclic)])
+    assert "cycle" in msg
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert "not valid JSON" in _err(capsys, ["fit", train, "--structure", str(bad)])
+    bad.write_text("[1, 2]")
+    assert "JSON object" in _err(capsys, ["fit", train, "--structure", str(bad)])
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    assert "empty" in _err(capsys, ["fit", str(empty), "--structure", dag])
+    pq = tmp_path / "data.parquet"
+    pq.write_bytes(b"PAR1")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        assert "pyarrow" in _err(capsys, ["fit", str(pq), "--structure", dag])
+    txt = tmp_path / "data.xlsx"
+    txt.write_text("x")
+    assert "unknown format" in _err(capsys, ["fit", str(txt), "--structure", dag])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    msg = _err(capsys, ["demo", "--fast", "--out", str(blocker / "out")])
+    assert "cannot create the output directory" in msg
+    assert "not found" in _err(capsys, ["ledger", str(d / "missing.nc")])
+    assert "no pymc-rdp ledger" in _err(capsys, ["ledger", dag])
+    assert "neither" in _err(capsys, ["ledger", train])
+
+
+def test_missing_values(cancer_files, tmp_path, capsys):
+    import pandas as pd
+
+    df = pd.read_csv(cancer_files["train"])
+    df.loc[3, "Xray"] = np.nan
+    path = tmp_path / "holes.csv"
+    df.to_csv(path, index=False)
+    argv = [
+        "fit",
+        str(path),
+        "--structure",
+        str(cancer_files["json"]),
+        "--order",
+        "3",
+        "--out",
+        str(tmp_path / "o"),
+        "--quiet",
+    ]
+    msg = _err(capsys, argv)
+    assert "missing values" in msg and "'Xray'" in msg and "--missing" in msg
+    assert main([*argv, "--missing", "drop"]) == 0
+    acc = Accountant.from_json((tmp_path / "o" / "ledger.json").read_text())
+    assert float(acc.rdp([3.0])[0]) <= 1.0
+
+
+def test_errors_through_the_subprocess_have_no_traceback(tmp_path):
+    proc = _run("fit", str(tmp_path / "absent.csv"), "--structure", "x.json")
+    assert proc.returncode == 1
+    _one_line_error(proc.stderr)
+    proc = _run("demo", "--epsilon", "-2")
+    assert proc.returncode == 2
+    _one_line_error(proc.stderr)
+
+
+@pytest.mark.parametrize("command", [[], ["demo"], ["fit"], ["ledger"]])
+def test_help_shows_an_example(command, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([*command, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "example" in out
+    assert "pymc-rdp " + (command[0] if command else "demo") in out
+
+
+def test_no_command_prints_help(capsys):
+    assert main([]) == 0
+    assert "demo" in capsys.readouterr().out
