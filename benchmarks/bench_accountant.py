@@ -14,12 +14,18 @@ needs about a minute for the mixed workload; ``--quick`` times it on a random su
 ``--quick-n`` events and extrapolates linearly (the cost per event is constant: each compose adds a
 curve), and compares ε on that subsample.
 
+The machine may be shared: ``--repeat R`` times every variant R times, interleaved (ours, then
+dp-accounting, in turn), and reports medians and the ratio of the medians, both in wall-clock time
+and in process CPU time (``time.process_time``; insensitive to time spent waiting for a core).
+
 Run:  python benchmarks/bench_accountant.py [--n 10000] [--quick] [--workload mixed|gl|both]
+                                            [--repeat R]
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import dp_accounting
@@ -60,41 +66,69 @@ def new_dpa() -> dp_accounting.rdp.RdpAccountant:
     )
 
 
+# Each timed function returns (wall seconds, epsilon); the CPU seconds of its last call are kept
+# in _CPU for the report.
+_CPU: dict[str, float] = {}
+
+
+def _clock(name: str, t: float, c: float) -> float:
+    _CPU[name] = time.process_time() - c
+    return time.perf_counter() - t
+
+
 def ours_one_at_a_time(mechs, delta):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     acc = Accountant()
     for m in mechs:
         acc.spend(m)
     eps = acc.epsilon(delta)
-    return time.perf_counter() - t, eps
+    return _clock("ours_one_at_a_time", t, c), eps
 
 
 def ours_batch(mechs, delta):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     acc = Accountant()
     acc.spend_batch(mechs)
     eps = acc.epsilon(delta)
-    return time.perf_counter() - t, eps
+    return _clock("ours_batch", t, c), eps
 
 
 def dpa_one_at_a_time(events, delta):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     acc = new_dpa()
     for e in events:
         acc.compose(e)
     eps = acc.get_epsilon(delta)
-    return time.perf_counter() - t, eps
+    return _clock("dpa_one_at_a_time", t, c), eps
 
 
 def dpa_batch(events, delta):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     acc = new_dpa()
     acc.compose(dp_accounting.ComposedDpEvent(list(events)))
     eps = acc.get_epsilon(delta)
-    return time.perf_counter() - t, eps
+    return _clock("dpa_batch", t, c), eps
 
 
-def run(kinds: str, n: int, delta: float, quick: bool, quick_n: int, seed: int) -> None:
+class _Runs:
+    """Wall and CPU times of repeated calls of one timed function."""
+
+    def __init__(self, fn) -> None:
+        self.fn, self.wall, self.cpu, self.eps = fn, [], [], None
+
+    def __call__(self, *args):
+        w, self.eps = self.fn(*args)
+        self.wall.append(w)
+        self.cpu.append(_CPU[self.fn.__name__])
+        return w, self.eps
+
+    def med(self, cpu: bool = False) -> float:
+        return statistics.median(self.cpu if cpu else self.wall)
+
+
+def run(
+    kinds: str, n: int, delta: float, quick: bool, quick_n: int, seed: int, repeat: int = 1
+) -> None:
     mechs = make_workload(n, kinds, seed)
     events = [to_event(m) for m in mechs]
     label = "Gaussian + Laplace + randomized response" if kinds == "mixed" else "Gaussian + Laplace"
@@ -103,19 +137,28 @@ def run(kinds: str, n: int, delta: float, quick: bool, quick_n: int, seed: int) 
     # warm-up (imports, first-call overheads) on both sides
     ours_one_at_a_time(mechs[:50], delta)
     dpa_one_at_a_time(events[:50], delta)
+    ours_batch(mechs[:50], delta)
+    dpa_batch(events[:50], delta)
 
-    t1, e1 = ours_one_at_a_time(mechs, delta)
-    tb, eb = ours_batch(mechs, delta)
+    o1, ob = _Runs(ours_one_at_a_time), _Runs(ours_batch)
+    p1, pb = _Runs(dpa_one_at_a_time), _Runs(dpa_batch)
     if quick:
         idx = np.sort(
             np.random.default_rng(seed + 1).choice(n, size=min(quick_n, n), replace=False)
         )
         sub_e = [events[i] for i in idx]
         sub_m = [mechs[i] for i in idx]
-        s1, d1 = dpa_one_at_a_time(sub_e, delta)
-        sb, _ = dpa_batch(sub_e, delta)
         scale = n / len(idx)
-        d_t1, d_tb = s1 * scale, sb * scale
+    else:
+        sub_e, scale = events, 1.0
+    for _ in range(repeat):
+        o1(mechs, delta)
+        ob(mechs, delta)
+        p1(sub_e, delta)
+        pb(sub_e, delta)
+    t1, e1, tb, eb = o1.med(), o1.eps, ob.med(), ob.eps
+    d_t1, d1, d_tb = p1.med() * scale, p1.eps, pb.med() * scale
+    if quick:
         _, e_sub = ours_one_at_a_time(sub_m, delta)
         note = f"(--quick: timed on {len(idx)} random events, x{scale:g} extrapolated)"
         eps_line = (
@@ -123,8 +166,6 @@ def run(kinds: str, n: int, delta: float, quick: bool, quick_n: int, seed: int) 
             f"({'no looser' if e_sub <= d1 + 1e-12 else 'LOOSER'})"
         )
     else:
-        d_t1, d1 = dpa_one_at_a_time(events, delta)
-        d_tb, _ = dpa_batch(events, delta)
         note = ""
         eps_line = (
             f"epsilon: ours {e1:.12g} (batch {eb:.12g})  dp-accounting {d1:.12g}  "
@@ -139,6 +180,18 @@ def run(kinds: str, n: int, delta: float, quick: bool, quick_n: int, seed: int) 
     )
     print(
         f"batch        : ours {tb:8.3f} s   dp-accounting {d_tb:8.3f} s   ratio {d_tb / tb:7.1f}x"
+    )
+    if repeat > 1:
+        print(f"(medians of {repeat} interleaved runs; every run, wall-clock seconds:)")
+        for label, ours, theirs in (("one at a time", o1, p1), ("batch", ob, pb)):
+            mine = " ".join(f"{w:.3f}" for w in ours.wall)
+            other = " ".join(f"{w * scale:.3f}" for w in theirs.wall)
+            print(f"  {label}: ours {mine}  |  dp-accounting {other}")
+    print(
+        f"CPU time (median): one at a time ours {o1.med(True):.3f} s  dp-accounting "
+        f"{p1.med(True) * scale:.3f} s  ratio {p1.med(True) * scale / o1.med(True):.1f}x;  "
+        f"batch ours {ob.med(True):.3f} s  dp-accounting {pb.med(True) * scale:.3f} s  "
+        f"ratio {pb.med(True) * scale / ob.med(True):.1f}x"
     )
     print(eps_line)
     if not quick:
@@ -155,10 +208,13 @@ def main() -> None:
     )
     ap.add_argument("--quick-n", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="time every variant this many times (medians)"
+    )
     args = ap.parse_args()
     kinds = ["mixed", "gl"] if args.workload == "both" else [args.workload]
     for k in kinds:
-        run(k, args.n, args.delta, args.quick, args.quick_n, args.seed)
+        run(k, args.n, args.delta, args.quick, args.quick_n, args.seed, max(1, args.repeat))
 
 
 if __name__ == "__main__":

@@ -93,6 +93,146 @@ class LedgerEntry:
         }
 
 
+_ENTRY_FIELDS = ("tag", "mechanism", "params", "count", "group", "partition", "curve", "index")
+_ENTRY_SETTERS = tuple(getattr(LedgerEntry, f).__set__ for f in _ENTRY_FIELDS)
+_new = object.__new__
+
+
+def _new_entry(
+    tag: str | None,
+    mechanism: str,
+    params: dict[str, Any],
+    count: int,
+    group: Any,
+    partition: Any,
+    curve: np.ndarray,
+    index: int,
+    _new: Any = object.__new__,
+    _set: tuple = _ENTRY_SETTERS,
+) -> LedgerEntry:
+    """A :class:`LedgerEntry` set through its slot descriptors (faster than the frozen __init__).
+
+    The result is indistinguishable from ``LedgerEntry(tag, ..., index)``; no argument is checked.
+    """
+    e = _new(LedgerEntry)
+    _set[0](e, tag)
+    _set[1](e, mechanism)
+    _set[2](e, params)
+    _set[3](e, count)
+    _set[4](e, group)
+    _set[5](e, partition)
+    _set[6](e, curve)
+    _set[7](e, index)
+    return e
+
+
+class _EntryView(LedgerEntry):
+    """A :class:`LedgerEntry` whose fields are read from row ``_index`` of its accountant's rows.
+
+    The accountant keeps one tuple ``(tag, mechanism, params, count, group, partition, curve)``
+    per release recorded by ``spend`` (and the columns of each batch, see
+    :class:`_BatchEntryView`): building a full frozen entry per release costs more than the rest
+    of the bookkeeping of a spend, while a view sets two references. A view behaves as a
+    :class:`LedgerEntry` (same fields, frozen, same ``repr`` and ``to_dict``); copying or
+    pickling one gives a plain :class:`LedgerEntry`, and so does calling the class (as
+    :func:`dataclasses.replace` does).
+    """
+
+    __slots__ = ("_index", "_rows")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> LedgerEntry:  # type: ignore[misc]
+        return LedgerEntry(*args, **kwargs)
+
+    tag = property(lambda self: self._rows[self._index][0], doc="See LedgerEntry.")
+    mechanism = property(lambda self: self._rows[self._index][1], doc="See LedgerEntry.")
+    params = property(lambda self: self._rows[self._index][2], doc="See LedgerEntry.")
+    count = property(lambda self: self._rows[self._index][3], doc="See LedgerEntry.")
+    group = property(lambda self: self._rows[self._index][4], doc="See LedgerEntry.")
+    partition = property(lambda self: self._rows[self._index][5], doc="See LedgerEntry.")
+    curve = property(lambda self: self._rows[self._index][6], doc="See LedgerEntry.")
+    index = property(lambda self: self._index, doc="See LedgerEntry.")
+
+    def _plain(self) -> LedgerEntry:
+        return _new_entry(*self._rows[self._index], self._index)
+
+    def __reduce__(self) -> tuple:
+        return (LedgerEntry, (*self._rows[self._index], self._index))
+
+    def __repr__(self) -> str:
+        return repr(self._plain())
+
+
+_SET_ROWS = _EntryView._rows.__set__
+_SET_INDEX = _EntryView._index.__set__
+
+
+class _Batch:
+    """The columns of the entries recorded by one :meth:`Accountant.spend_batch` call."""
+
+    __slots__ = ("counts", "curves", "group", "names", "params", "partitions", "start", "tags")
+
+    def __init__(
+        self,
+        tags: list[str | None],
+        names: list[str],
+        params: list[dict[str, Any]],
+        counts: list[int],
+        group: Any,
+        partitions: list[Any],
+        curves: np.ndarray,
+        start: int,
+    ) -> None:
+        self.tags, self.names, self.params, self.counts = tags, names, params, counts
+        self.group, self.partitions, self.curves = group, partitions, curves
+        self.start = start  # ledger index of the first row
+
+    def row(self, i: int) -> tuple:
+        """Row ``i`` as ``(tag, mechanism, params, count, group, partition, curve)``."""
+        return (
+            self.tags[i],
+            self.names[i],
+            self.params[i],
+            self.counts[i],
+            self.group,
+            self.partitions[i],
+            self.curves[i],
+        )
+
+
+class _BatchEntryView(_EntryView):
+    """An entry view on row ``_index`` of a :class:`_Batch` (held in ``_rows``)."""
+
+    __slots__ = ()
+
+    tag = property(lambda self: self._rows.tags[self._index], doc="See LedgerEntry.")
+    mechanism = property(lambda self: self._rows.names[self._index], doc="See LedgerEntry.")
+    params = property(lambda self: self._rows.params[self._index], doc="See LedgerEntry.")
+    count = property(lambda self: self._rows.counts[self._index], doc="See LedgerEntry.")
+    group = property(lambda self: self._rows.group, doc="See LedgerEntry.")
+    partition = property(lambda self: self._rows.partitions[self._index], doc="See LedgerEntry.")
+    curve = property(lambda self: self._rows.curves[self._index], doc="See LedgerEntry.")
+    index = property(lambda self: self._rows.start + self._index, doc="See LedgerEntry.")
+
+    def _plain(self) -> LedgerEntry:
+        return _new_entry(*self._rows.row(self._index), self.index)
+
+    def __reduce__(self) -> tuple:
+        return (LedgerEntry, (*self._rows.row(self._index), self.index))
+
+
+def _views(rows: list[tuple], start: int, stop: int) -> list[LedgerEntry]:
+    """Entry views on ``rows[start:stop]``."""
+    new, set_rows, set_index = object.__new__, _SET_ROWS, _SET_INDEX
+    out = []
+    append = out.append
+    for i in range(start, stop):
+        e = new(_EntryView)
+        set_rows(e, rows)
+        set_index(e, i)
+        append(e)
+    return out
+
+
 # --------------------------------------------------------------------------------------------
 # argument checks
 
@@ -226,6 +366,9 @@ class Accountant:
             self._budget_kind = "dp"
             self._budget_epsilon = _check_epsilon(budget[0])
             self._budget_delta = _check_delta(budget[1])
+            self._dp_offset = _conversion_offset(
+                self._orders, self._budget_epsilon, self._budget_delta
+            )
         self._reset_state()
 
     @classmethod
@@ -251,13 +394,18 @@ class Accountant:
     def _reset_state(self) -> None:
         k = self._orders.size
         self._base = np.zeros(k)  # sequential sum
+        self._spare = np.zeros(k)  # scratch for the next sequential sum (referenced nowhere else)
         self._partitions: dict[Any, dict[Any, np.ndarray]] = {}  # group -> partition -> sum
         self._group_rows: dict[Any, int] = {}  # group -> row of self._gmax
         self._gmax = np.zeros((4, k))  # per-group order-wise max over partitions
         self._gpart = np.zeros(k)  # Σ_g gmax_g
         self._total = np.zeros(k)  # self._base + self._gpart
-        self._entries: list[LedgerEntry] = []
-        self._cache: dict[tuple[type, str], np.ndarray] = {}
+        self._entries: list[LedgerEntry] = []  # views (see _EntryView)
+        # per entry: (tag, mechanism, params, count, group, partition, curve), or None for an
+        # entry of a batch (whose columns its view holds); aligned with self._entries
+        self._rows: list[tuple | None] = []
+        self._cache: dict[type, dict[Any, np.ndarray]] = {}  # class -> params key -> curve
+        self._cache_size = 0
 
     @property
     def orders(self) -> np.ndarray:
@@ -287,25 +435,57 @@ class Accountant:
         return len(self._entries)
 
     def _within(self, total: np.ndarray) -> bool:
+        """Whether ``total`` meets the budget (``to_dp(orders, total, δ)[0] <= ε``, or at λ).
+
+        For an (ε, δ) budget a sufficient test comes first: the BBGHS bound at every order before
+        the minimisation, ``total(α) + c(α)`` (see :func:`_conversion_offset`), is an upper bound
+        on the ε that :func:`rdp.to_dp` returns, so ``min_α [total(α) + c(α)] <= ε`` already
+        decides "within". Otherwise the full conversion decides, so the answer is always that of
+        ``to_dp(orders, total, δ)[0] <= ε``.
+        """
         if self._budget_kind is None:
             return True
         if self._budget_kind == "rdp":
             return bool(total[self._budget_index] <= self._budget_epsilon)
+        if (total + self._dp_offset).min() <= self._budget_epsilon:
+            return True
         eps = _rdp.to_dp(self._orders, total, self._budget_delta)[0]
         return bool(eps <= self._budget_epsilon)
 
-    def _curve_of(self, mechanism: Mechanism, count: int) -> np.ndarray:
+    def _curve_of(self, mechanism: Mechanism, count: int, params: Any = None) -> np.ndarray:
+        """``count`` times the mechanism's curve on the orders, read-only (maybe shared)."""
         # Curves are determined by the class and params(): reuse them for repeated mechanisms.
-        key = (type(mechanism), repr(mechanism.params()))
-        curve = self._cache.get(key)
+        # One dictionary per class, keyed by the flat tuple (names..., values...) when it is
+        # hashable (floats, ints, strings), else by repr(params) (lists, nested values). A flat
+        # tuple of atoms is dropped from the garbage collector's lists at its first pass, so a
+        # long ledger does not make full collections more frequent.
+        if params is None:
+            params = mechanism.params()
+        per_class = self._cache.get(mechanism.__class__)
+        if per_class is None:
+            per_class = self._cache[mechanism.__class__] = {}
+        try:
+            key: Any = (*params, *params.values())
+            curve = per_class.get(key)
+        except TypeError:
+            key = repr(params)
+            curve = per_class.get(key)
         if curve is None:
             curve = self._fresh_curve(mechanism)
-            if len(self._cache) >= _CACHE_SIZE:
-                del self._cache[next(iter(self._cache))]
-            self._cache[key] = curve
-        return curve * count  # a new array, so the cached one stays untouched
+            if self._cache_size >= _CACHE_SIZE:
+                for d in self._cache.values():  # dropping the oldest key is O(size) in a dict
+                    d.clear()
+                self._cache_size = 0
+            per_class[key] = curve
+            self._cache_size += 1
+        if count == 1:
+            return curve  # read-only: safe to share with the cache and the ledger
+        curve = curve * count
+        curve.setflags(write=False)
+        return curve
 
     def _fresh_curve(self, mechanism: Mechanism) -> np.ndarray:
+        # a copy: the mechanism may keep (and later change) the array it returns
         curve = np.array(mechanism.rdp(self._orders), dtype=np.float64)
         if curve.shape != self._orders.shape:
             raise ValueError(
@@ -313,16 +493,18 @@ class Accountant:
                 f"{self._orders.shape}: a mechanism holding several settings must be spent one "
                 "setting at a time (or through spend_batch)"
             )
-        if np.isnan(curve).any() or (curve < 0).any():
+        if not curve.min() >= 0:  # also catches NaN (every comparison with NaN is False)
             raise ValueError(f"mechanism {mechanism!r} returned an invalid RDP curve")
-        curve.flags.writeable = False
+        curve.setflags(write=False)
         return curve
 
     def _plan(self, curve: np.ndarray, group: Any, partition: Any) -> tuple:
         """The state after adding ``curve``, computed without changing anything."""
         if group is None or partition is None:
             base = self._base + curve
-            return ("seq", base, None, None, None, base + self._gpart)
+            # without parallel groups the group part is all zeros and base + 0 == base exactly
+            # (base is never -0.0: it starts at +0.0 and curves are >= 0)
+            return ("seq", base, None, None, None, base + self._gpart if self._group_rows else base)
         parts = self._partitions.get(group)
         old = None if parts is None else parts.get(partition)
         s_new = curve.copy() if old is None else old + curve
@@ -367,9 +549,8 @@ class Accountant:
             name, params = mechanism.name, mechanism.params()
         else:
             name, params = mechanism["name"], {k: v for k, v in mechanism.items() if k != "name"}
-        entry = LedgerEntry(
-            tag, name, params, count, group, partition, curve, index=len(self._entries)
-        )
+        self._rows.append((tag, name, params, count, group, partition, curve))
+        entry = _views(self._rows, len(self._rows) - 1, len(self._rows))[0]
         self._entries.append(entry)
         return entry
 
@@ -426,16 +607,41 @@ class Accountant:
         BudgetExceededError
             If the composed privacy loss would exceed the budget; the ledger is unchanged.
         """
-        mechanism = _check_mechanism(mechanism)
-        count = check_count(count, "count")
-        tag = _check_tag(tag)
-        group, partition = self._check_group_partition(group, partition)
-        curve = self._curve_of(mechanism, count)
-        plan = self._plan(curve, group, partition)
-        if not self._within(plan[-1]):
-            raise BudgetExceededError(self._overspend_message(plan[-1], f"spending {mechanism!r}"))
-        self._commit(plan, group, partition)
-        return self._record(mechanism, count, tag, group, partition, curve)
+        # The checks below are those of _check_mechanism, check_count, _check_tag and
+        # _check_group_partition, with the common cases short-cut (this is the hot path).
+        if not isinstance(mechanism, Mechanism):
+            _check_mechanism(mechanism)
+        if count.__class__ is not int or count < 1:
+            count = check_count(count, "count")
+        if tag is not None and tag.__class__ is not str:
+            tag = _check_tag(tag)
+        if group is not None or partition is not None:
+            group, partition = self._check_group_partition(group, partition)
+        params = mechanism.params()
+        curve = self._curve_of(mechanism, count, params)
+        if partition is None:  # sequential: the plan of _plan, inlined
+            # the new sum goes to a spare array (no allocation); the old one becomes the spare
+            base = np.add(self._base, curve, out=self._spare)
+            total = base + self._gpart if self._group_rows else base
+            if self._budget_kind is not None and not self._within(total):
+                raise BudgetExceededError(self._overspend_message(total, f"spending {mechanism!r}"))
+            self._spare = self._base
+            self._base = base
+            self._total = total
+        else:
+            plan = self._plan(curve, group, partition)
+            if not self._within(plan[-1]):
+                raise BudgetExceededError(
+                    self._overspend_message(plan[-1], f"spending {mechanism!r}")
+                )
+            self._commit(plan, group, partition)
+        rows = self._rows
+        rows.append((tag, mechanism.name, params, count, group, partition, curve))
+        entry = _new(_EntryView)
+        _SET_ROWS(entry, rows)
+        _SET_INDEX(entry, len(rows) - 1)  # rows and entries stay aligned
+        self._entries.append(entry)
+        return entry
 
     def can_spend(
         self, mechanism: Mechanism, count: int = 1, group: Any = None, partition: Any = None
@@ -485,16 +691,27 @@ class Accountant:
         """
         if isinstance(mechanisms, Mechanism) or not isinstance(mechanisms, Sequence):
             raise TypeError("mechanisms must be a sequence of Mechanism instances")
-        mechs = [_check_mechanism(m, f"mechanisms[{i}]") for i, m in enumerate(mechanisms)]
+        mechs = list(mechanisms)
         n = len(mechs)
+        # one isinstance test per distinct class; the message names the first bad item
+        classes = [m.__class__ for m in mechs]
+        member = dict(zip(classes, mechs, strict=True))  # one mechanism of each class
+        distinct = list(member)
+        bad = {c for c in distinct if not isinstance(member[c], Mechanism)}
+        if bad:
+            i = next(i for i, c in enumerate(classes) if c in bad)
+            _check_mechanism(mechs[i], f"mechanisms[{i}]")
         if n == 0:
             return []
         if isinstance(count, (Sequence, np.ndarray)) and np.ndim(count) > 0:
             if len(count) != n:
                 raise ValueError(f"count must have one value per mechanism ({n}), got {len(count)}")
             counts = [check_count(c, "count") for c in count]
+            all_ones = all(c == 1 for c in counts)
         else:
-            counts = [check_count(count, "count")] * n
+            c = check_count(count, "count")
+            counts = [c] * n
+            all_ones = c == 1
         if tags is None:
             tag_list: list[str | None] = [None] * n
         else:
@@ -511,36 +728,58 @@ class Accountant:
                 raise ValueError("partitions need a group: parallel composition is within a group")
             part_list = [_check_key(p, "partitions") for p in partitions]
 
-        # curves, vectorised per class
+        # curves, vectorised per class, written into one buffer whose row 0 is the current
+        # sequential sum: a sequential batch then composes with one reduction in list order
         k = self._orders.size
-        curves = np.empty((n, k))
-        by_class: dict[type, list[int]] = {}
-        for i, m in enumerate(mechs):
-            by_class.setdefault(type(m), []).append(i)
-        for cls, idx in by_class.items():
-            block = np.asarray(cls.batch_rdp([mechs[i] for i in idx], self._orders), np.float64)
-            if block.shape != (len(idx), k):
+        buf = np.empty((n + 1, k))
+        buf[0] = self._base
+        curves = buf[1:]
+        if len(distinct) == 1:
+            plan = [(distinct[0], mechs[:], None)]
+        else:
+            code = {c: j for j, c in enumerate(distinct)}
+            codes = np.fromiter(map(code.__getitem__, classes), np.intp, n)
+            plan = [
+                (
+                    c,
+                    [m for m, mc in zip(mechs, classes, strict=True) if mc is c],
+                    np.flatnonzero(codes == j),
+                )
+                for j, c in enumerate(distinct)
+            ]
+        for cls, members, where in plan:
+            block = np.asarray(cls.batch_rdp(members, self._orders), np.float64)
+            if block.shape != (len(members), k):
                 raise ValueError(f"{cls.__name__}.batch_rdp returned shape {block.shape}")
-            curves[idx] = block
-        if np.isnan(curves).any() or (curves < 0).any():
-            raise ValueError("a mechanism of the batch returned an invalid RDP curve")
-        cnt = np.asarray(counts, dtype=np.float64)
-        if (cnt != 1).any():
-            curves *= cnt[:, None]
+            if not block.min() >= 0:  # also catches NaN
+                raise ValueError("a mechanism of the batch returned an invalid RDP curve")
+            if where is None:
+                curves[:] = block
+            else:
+                curves[where] = block  # integer rows: faster than a boolean mask
+        if not all_ones:
+            curves *= np.asarray(counts, dtype=np.float64)[:, None]
 
         # compose in list order, exactly as successive spends would
-        seq = np.array([group is None or p is None for p in part_list])
-        base = self._base
-        if seq.any():
+        if partitions is None:
+            seq_all, seq_any = True, True
+        else:
+            seq = np.array([p is None for p in part_list])
+            seq_all, seq_any = bool(seq.all()), bool(seq.any())
+        if seq_all:
+            base = np.add.reduce(buf, axis=0)
+        elif seq_any:
             stacked = np.empty((int(seq.sum()) + 1, k))
             stacked[0] = self._base
             stacked[1:] = curves[seq]
             base = np.add.reduce(stacked, axis=0)
+        else:
+            base = self._base
         new_parts: dict[Any, np.ndarray] = {}
         gmax_row = None
         row = None
         gpart = self._gpart
-        if not seq.all():
+        if not seq_all:
             parts = self._partitions.get(group, {})
             row = self._group_rows.get(group)
             gmax_row = None if row is None else self._gmax[row].copy()
@@ -551,7 +790,10 @@ class Accountant:
                 new_parts[key] = s_new
                 gmax_row = s_new if gmax_row is None else np.maximum(gmax_row, s_new)
             gpart = self._gpart_with(len(self._group_rows) if row is None else row, gmax_row)
-        total = base + gpart
+        if new_parts or self._group_rows:
+            total = base + gpart
+        else:
+            total = base  # no parallel group: the group part is zero and base + 0 == base
         if not self._within(total):
             raise BudgetExceededError(
                 self._overspend_message(total, f"spending a batch of {n} mechanisms")
@@ -563,21 +805,29 @@ class Accountant:
             self._commit_group_row(group, gmax_row)
             self._gpart = gpart
         self._total = total
-        curves.flags.writeable = False
+        buf.flags.writeable = False
+        curves.flags.writeable = False  # a view made before: it keeps its own flag
+        # the entries: views on the columns of the batch
         start = len(self._entries)
-        entries = [
-            LedgerEntry(
-                tag_list[i],
-                m.name,
-                m.params(),
-                counts[i],
-                group,
-                part_list[i],
-                curves[i],
-                start + i,
-            )
-            for i, m in enumerate(mechs)
-        ]
+        record = _Batch(
+            tag_list,
+            [m.name for m in mechs],
+            [m.params() for m in mechs],
+            counts,
+            group,
+            part_list,
+            curves,
+            start,
+        )
+        new, set_rows, set_index = object.__new__, _SET_ROWS, _SET_INDEX
+        entries = []
+        append = entries.append
+        for i in range(n):
+            e = new(_BatchEntryView)
+            set_rows(e, record)
+            set_index(e, i)
+            append(e)
+        self._rows.extend([None] * n)  # keeps self._rows aligned with the ledger
         self._entries.extend(entries)
         return entries
 
@@ -849,3 +1099,30 @@ def _short(v: Any) -> str:
     if isinstance(v, list):
         return f"[{len(v)} values]" if len(v) > 3 else "[" + ", ".join(_short(x) for x in v) + "]"
     return repr(v) if isinstance(v, str) else str(v)
+
+
+def _conversion_offset(orders: np.ndarray, epsilon: float, delta: float) -> np.ndarray:
+    r"""The per-order term of a sufficient test of an (ε, δ) budget, read-only.
+
+    The conversion of :func:`pymc_rdp.rdp.to_dp` (Balle, Barthe, Gaboardi, Hsu & Sato 2020,
+    Theorem 21) is ε_δ = max(0, min_α ε_δ(α)) with, before its KL rule (which only lowers values
+    to 0),
+
+    .. math:: \varepsilon_\delta(\alpha) = \varepsilon(\alpha) + \log\frac{\alpha-1}{\alpha}
+              - \frac{\log\delta + \log\alpha}{\alpha-1} = \varepsilon(\alpha) + c(\alpha),
+
+    and ε_δ(∞) = ε(∞). Hence ``min_α [ε(α) + c(α)] <= ε`` implies ``to_dp(...) <= ε`` for ε > 0.
+    The returned c(α) carries a margin of 1e-12 · (1 + ε + |log(1 − 1/α) − log α/(α − 1)| +
+    |log δ/(α − 1)|), far above the few ulps by which two roundings of the sum can differ, so the
+    implication holds for the floating-point values as well; a curve within that margin of the
+    budget goes to the full conversion.
+    """
+    at_inf = np.isinf(orders)
+    a = np.where(at_inf, 2.0, orders)
+    inv = np.where(at_inf, 0.0, 1.0 / (a - 1.0))
+    shift = np.where(at_inf, 0.0, np.log1p(-1.0 / a) - np.log(a) * inv)
+    ld_inv = math.log(delta) * inv
+    margin = 1e-12 * (1.0 + epsilon + np.abs(shift) + np.abs(ld_inv))
+    out = (shift - ld_inv) + margin
+    out.flags.writeable = False
+    return out

@@ -525,3 +525,162 @@ def test_batch_counts_as_an_array_and_mechanism_arrays_stay_writable():
     assert arr.flags.writeable
     acc.spend_batch([GaussianMechanism(1.0)] * 2, count=np.array([2, 3]))
     np.testing.assert_allclose(acc.rdp(), arr + 5 * np.array([1.0, 1.5]), rtol=1e-15)
+
+
+# ------------------------------------------------------------------ fast paths keep the semantics
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.floats(0.0, 50.0), st.just(math.inf)),
+        min_size=1,
+        max_size=12,
+    ),
+    st.floats(1e-12, 0.5),
+    st.floats(1e-3, 40.0),
+    st.sampled_from([-1, 0, 1, None]),
+)
+def test_budget_decision_is_exactly_that_of_to_dp(values, delta, eps, nudge):
+    # the sufficient test that runs first must never change a decision of the full conversion
+    orders = np.array([1.01, 1.5, 2.0, 3.0, 4.5, 8.0, 16.0, 64.0, 256.0, 1e4, 1e6, np.inf])
+    curve = np.resize(np.asarray(values, dtype=np.float64), orders.size)
+    exact = rdp.to_dp(orders, curve, delta)[0]
+    if nudge is not None and math.isfinite(exact) and exact > 0:
+        # a budget at the converted ε itself, or one ulp either side of it
+        eps = float(np.nextafter(exact, math.inf if nudge > 0 else -math.inf)) if nudge else exact
+    acc = Accountant(budget=(eps, delta), orders=orders)
+    ok = acc.can_spend(CustomCurve(orders, curve))
+    assert ok == (exact <= eps)
+    if ok:
+        acc.spend(CustomCurve(orders, curve))
+        assert acc.epsilon() == exact
+    else:
+        with pytest.raises(BudgetExceededError):
+            acc.spend(CustomCurve(orders, curve))
+        assert len(acc) == 0
+
+
+def test_budget_decision_on_the_default_orders_near_the_boundary(rng):
+    for _ in range(50):
+        m = _random_mechanism(rng)
+        c = int(rng.integers(1, 50))
+        exact = rdp.to_dp(rdp.DEFAULT_ORDERS, c * m.rdp(rdp.DEFAULT_ORDERS), 1e-6)[0]
+        for eps in (exact, np.nextafter(exact, 0.0), np.nextafter(exact, np.inf)):
+            acc = Accountant(budget=(float(eps), 1e-6))
+            assert acc.can_spend(m, count=c) == (exact <= eps)
+
+
+def test_entries_are_frozen_ledger_entries_with_stable_identity():
+    import copy
+    import dataclasses
+    import pickle
+
+    acc = Accountant()
+    single = acc.spend(GaussianMechanism(3.0), count=2, tag="a", group="g", partition=(1, "x"))
+    batch = acc.spend_batch([LaplaceMechanism(2.0), RandomizedResponse(0.7)], tags=["b", None])
+    names = [f.name for f in dataclasses.fields(LedgerEntry)]
+    assert names == ["tag", "mechanism", "params", "count", "group", "partition", "curve", "index"]
+    for e in [single, *batch]:
+        assert isinstance(e, LedgerEntry)
+        plain = LedgerEntry(*(getattr(e, f) for f in names))
+        assert repr(e) == repr(plain) and repr(e).startswith("LedgerEntry(tag=")
+        assert e.to_dict() == plain.to_dict()
+        assert e.mechanism_dict() == plain.mechanism_dict()
+        assert not e.curve.flags.writeable
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            e.tag = "changed"
+        for clone in (copy.copy(e), copy.deepcopy(e), pickle.loads(pickle.dumps(e))):
+            assert type(clone) is LedgerEntry
+            assert clone.to_dict() == e.to_dict() and clone.index == e.index
+        changed = dataclasses.replace(e, tag="z")
+        assert type(changed) is LedgerEntry and changed.tag == "z" and changed.index == e.index
+        assert dataclasses.asdict(e).keys() == set(names)
+    assert [e.index for e in acc.ledger] == [0, 1, 2]
+    assert acc.ledger[1] is acc.ledger[1] is batch[0]
+    assert (single.group, single.partition, batch[1].tag, batch[1].group) == (
+        "g",
+        (1, "x"),
+        None,
+        None,
+    )
+
+
+def test_spends_after_from_json_keep_indices_and_round_trip():
+    acc = Accountant(budget=(50.0, 1e-6))
+    acc.spend(GaussianMechanism(3.0))
+    acc.spend_batch([GaussianMechanism(4.0), LaplaceMechanism(9.0)], group="g", partitions=[0, 1])
+    back = Accountant.from_json(acc.to_json())
+    for a in (acc, back):
+        a.spend(RandomizedResponse(0.55), tag="after")
+        a.spend_batch([GaussianMechanism(7.0)] * 2, count=[1, 3])
+        a.spend(GaussianMechanism(8.0), group="g", partition=2)
+    assert back.to_json() == acc.to_json()
+    assert [e.index for e in back.ledger] == list(range(7))
+    assert [e.to_dict() for e in back.ledger] == [e.to_dict() for e in acc.ledger]
+    np.testing.assert_array_equal(back.rdp(), acc.rdp())
+
+
+def test_curve_cache_reuses_equal_mechanisms_and_survives_eviction(monkeypatch):
+    from pymc_rdp import accountant as accountant_module
+
+    monkeypatch.setattr(accountant_module, "_CACHE_SIZE", 3)
+    calls = []
+
+    class Counting(GaussianMechanism):
+        name = "counting_gaussian_for_test"
+
+        def rdp(self, orders=None):
+            calls.append(self.sigma)
+            return super().rdp(orders)
+
+    acc = Accountant()
+    sigmas = [2.0, 3.0, 2.0, 4.0, 5.0, 6.0, 2.0, 2.0]
+    for s in sigmas:
+        e = acc.spend(Counting(s), count=2 if s == 6.0 else 1)
+        np.testing.assert_array_equal(e.curve, GaussianMechanism(s).rdp(acc.orders) * e.count)
+    # 2.0 is evaluated once, until the cache (3 curves) is cleared by the 4th distinct curve
+    assert calls == [2.0, 3.0, 4.0, 5.0, 6.0, 2.0]
+    # parameters that are lists (unhashable) are keyed by their repr
+    o = acc.orders[:3]
+    small = Accountant(orders=o)
+    a, b = CustomCurve(o, [0.1, 0.2, 0.3]), CustomCurve(o, [0.1, 0.2, 0.3])
+    c = CustomCurve(o, [0.1, 0.2, 0.3], label="other")
+    ea, eb, ec = small.spend(a), small.spend(b), small.spend(c, count=2)
+    assert ea.curve is eb.curve and ec.curve is not ea.curve
+    np.testing.assert_array_equal(ec.curve, 2 * ea.curve)
+    np.testing.assert_array_equal(small.rdp(), 4 * ea.curve)
+
+
+@pytest.mark.parametrize("bad", [[0.1, np.nan], [0.1, -1e-300]])
+def test_invalid_curves_are_refused_one_at_a_time_and_in_batches(bad):
+    o = [2.0, 3.0]
+
+    class Broken(CustomCurve):
+        name = "broken_curve_for_test"
+
+        def rdp(self, orders=None):
+            return np.array(bad)
+
+        @classmethod
+        def batch_rdp(cls, mechanisms, orders):
+            return np.array([bad] * len(mechanisms))
+
+    acc = Accountant(orders=o)
+    with pytest.raises(ValueError, match="invalid RDP curve"):
+        acc.spend(Broken(o, [0.1, 0.2]))
+    with pytest.raises(ValueError, match="invalid RDP curve"):
+        acc.spend_batch([GaussianMechanism(1.0), Broken(o, [0.1, 0.2])])
+    assert len(acc) == 0 and acc.to_json() == Accountant(orders=o).to_json()
+
+
+def test_batch_names_the_first_bad_item_and_keeps_list_order_across_classes(rng):
+    with pytest.raises(TypeError, match=r"mechanisms\[2\]"):
+        Accountant().spend_batch([GaussianMechanism(1.0), LaplaceMechanism(1.0), 3, "x"])
+    mechs = [_random_mechanism(rng) for _ in range(300)]
+    counts = [int(c) for c in rng.integers(1, 4, 300)]
+    batch = Accountant()
+    entries = batch.spend_batch(mechs, count=counts)
+    for m, c, e in zip(mechs, counts, entries, strict=True):
+        assert e.mechanism == m.name and e.params == m.params() and e.count == c
+        np.testing.assert_allclose(e.curve, c * m.rdp(batch.orders), rtol=1e-12)
