@@ -28,6 +28,16 @@ _EXPORTS: dict[str, str] = {
     # budget helpers
     "split_budget": "pymc_rdp.budget",
     "calibrate_dirichlet": "pymc_rdp.budget",
+    # PyMC components
+    "privatize": "pymc_rdp.distributions",
+    "Release": "pymc_rdp.distributions",
+    "NoisyCounts": "pymc_rdp.distributions",
+    "DirichletRelease": "pymc_rdp.distributions",
+    "release": "pymc_rdp.distributions",
+    "ledger": "pymc_rdp.distributions",
+    "sample": "pymc_rdp.distributions",
+    "attach_ledger": "pymc_rdp.distributions",
+    "read_ledger": "pymc_rdp.distributions",
     # models
     "NaiveBayes": "pymc_rdp.models.naive_bayes",
     "BayesianNetwork": "pymc_rdp.models.bayesian_network",
@@ -42,6 +52,8 @@ _SUBMODULES = {
     "budget",
     "dirichlet_divergence",
     "ops",
+    "distributions",
+    "plots",
 }
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])

@@ -306,7 +306,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         logging.getLogger("pymc").setLevel(logging.WARNING)
     try:
-        args.func(args)
+        # NUTS does many small vector operations: threaded BLAS only oversubscribes the cores.
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1):
+            args.func(args)
     except KeyboardInterrupt:
         _fail("interrupted")
         return 130

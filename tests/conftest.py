@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
+import os
+
+# NUTS and the small linear algebra of these tests run faster on one BLAS thread; threaded BLAS on
+# a shared 2-core machine slows sampling by an order of magnitude. Subprocesses inherit the limit.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+threadpool_limits(limits=1)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
