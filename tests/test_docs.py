@@ -33,3 +33,19 @@ def test_doc_examples_run(doc, tmp_path, monkeypatch):
     for block in blocks:
         exec(compile(block, doc, "exec"), {})
     assert (tmp_path / "smoking.json").exists()
+
+
+def test_api_reference_builds_and_covers_the_public_names(tmp_path):
+    import importlib.util
+
+    import pymc_rdp
+
+    spec = importlib.util.spec_from_file_location("build_api", ROOT / "docs" / "build_api.py")
+    build_api = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build_api)
+    out = tmp_path / "api.md"
+    build_api.main(["--out", str(out)])
+    text = out.read_text(encoding="utf-8")
+    for name in pymc_rdp.__all__:
+        assert f"`{name}`" in text
+    assert "### `to_dp(" in text and "### `Accountant(" in text

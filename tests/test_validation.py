@@ -1,4 +1,4 @@
-"""The shared argument checks name the argument and refuse NaN, infinities and out-of-range values."""
+"""The shared argument checks name the argument and refuse NaN, infinities and bad ranges."""
 
 from __future__ import annotations
 
