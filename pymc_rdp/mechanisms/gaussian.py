@@ -15,20 +15,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import rdp as _rdp
-from .._validation import as_float_array
+from .additive import AdditiveNoiseMechanism
 from .base import (
     CalibrationTarget,
-    Mechanism,
-    as_generator,
     check_positive_scalar,
     least_noise,
-    resolve_orders,
 )
 
 __all__ = ["GaussianMechanism"]
 
 
-class GaussianMechanism(Mechanism):
+class GaussianMechanism(AdditiveNoiseMechanism):
     """Additive Gaussian noise of standard deviation ``sigma``.
 
     Parameters
@@ -46,45 +43,15 @@ class GaussianMechanism(Mechanism):
 
     name: ClassVar[str] = "gaussian"
 
+    noise_parameter: ClassVar[str] = "sigma"
+    curve = staticmethod(_rdp.gaussian)
+
     def __init__(self, sigma: float, sensitivity: float = 1.0) -> None:
-        self.sigma = check_positive_scalar(sigma, "sigma")
-        self.sensitivity = check_positive_scalar(sensitivity, "sensitivity")
+        super().__init__(sigma, sensitivity)
 
-    def rdp(self, orders: Any = None) -> np.ndarray:
-        """ε(α) = α Δ₂² / (2σ²) at ``orders`` (default ``rdp.DEFAULT_ORDERS``)."""
-        return np.asarray(
-            _rdp.gaussian(resolve_orders(orders), self.sigma, self.sensitivity), dtype=np.float64
-        )
-
-    @classmethod
-    def batch_rdp(cls, mechanisms: list[Mechanism], orders: np.ndarray) -> np.ndarray:
-        """Curves of several Gaussian mechanisms as rows (vectorised)."""
-        sig = np.array([m.sigma for m in mechanisms], dtype=np.float64)[:, None]
-        sens = np.array([m.sensitivity for m in mechanisms], dtype=np.float64)[:, None]
-        try:
-            out = np.asarray(_rdp.gaussian(orders[None, :], sig, sens), dtype=np.float64)
-        except (TypeError, ValueError):
-            out = None
-        if out is None or out.shape != (len(mechanisms), orders.size):
-            return super().batch_rdp(mechanisms, orders)
-        return out
-
-    def params(self) -> dict[str, Any]:
-        return {"sigma": self.sigma, "sensitivity": self.sensitivity}
-
-    def release(self, value: Any, rng: Any = None) -> np.ndarray:
-        """``value + N(0, σ²)`` element-wise; float64, the same shape as ``value``.
-
-        Parameters
-        ----------
-        value : array_like
-            The exact query answer (finite numbers).
-        rng : None, int or numpy.random.Generator
-            Source of randomness.
-        """
-        x = as_float_array(value, "value")
-        gen = as_generator(rng)
-        return np.asarray(x + gen.normal(0.0, self.sigma, size=x.shape), dtype=np.float64)
+    @staticmethod
+    def draw_noise(gen: np.random.Generator, noise: float, shape: tuple[int, ...]) -> np.ndarray:
+        return gen.normal(0.0, noise, size=shape)
 
     @classmethod
     def calibrate(

@@ -15,20 +15,17 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import rdp as _rdp
-from .._validation import as_float_array
+from .additive import AdditiveNoiseMechanism
 from .base import (
     CalibrationTarget,
-    Mechanism,
-    as_generator,
     check_positive_scalar,
     least_noise,
-    resolve_orders,
 )
 
 __all__ = ["LaplaceMechanism"]
 
 
-class LaplaceMechanism(Mechanism):
+class LaplaceMechanism(AdditiveNoiseMechanism):
     """Additive Laplace noise of scale ``scale`` (density ∝ exp(−|x| / b)).
 
     Parameters
@@ -46,45 +43,15 @@ class LaplaceMechanism(Mechanism):
 
     name: ClassVar[str] = "laplace"
 
+    noise_parameter: ClassVar[str] = "scale"
+    curve = staticmethod(_rdp.laplace)
+
     def __init__(self, scale: float, sensitivity: float = 1.0) -> None:
-        self.scale = check_positive_scalar(scale, "scale")
-        self.sensitivity = check_positive_scalar(sensitivity, "sensitivity")
+        super().__init__(scale, sensitivity)
 
-    def rdp(self, orders: Any = None) -> np.ndarray:
-        """The Laplace RDP curve at ``orders`` (default ``rdp.DEFAULT_ORDERS``)."""
-        return np.asarray(
-            _rdp.laplace(resolve_orders(orders), self.scale, self.sensitivity), dtype=np.float64
-        )
-
-    @classmethod
-    def batch_rdp(cls, mechanisms: list[Mechanism], orders: np.ndarray) -> np.ndarray:
-        """Curves of several Laplace mechanisms as rows (vectorised)."""
-        scale = np.array([m.scale for m in mechanisms], dtype=np.float64)[:, None]
-        sens = np.array([m.sensitivity for m in mechanisms], dtype=np.float64)[:, None]
-        try:
-            out = np.asarray(_rdp.laplace(orders[None, :], scale, sens), dtype=np.float64)
-        except (TypeError, ValueError):
-            out = None
-        if out is None or out.shape != (len(mechanisms), orders.size):
-            return super().batch_rdp(mechanisms, orders)
-        return out
-
-    def params(self) -> dict[str, Any]:
-        return {"scale": self.scale, "sensitivity": self.sensitivity}
-
-    def release(self, value: Any, rng: Any = None) -> np.ndarray:
-        """``value + Lap(0, b)`` element-wise; float64, the same shape as ``value``.
-
-        Parameters
-        ----------
-        value : array_like
-            The exact query answer (finite numbers).
-        rng : None, int or numpy.random.Generator
-            Source of randomness.
-        """
-        x = as_float_array(value, "value")
-        gen = as_generator(rng)
-        return np.asarray(x + gen.laplace(0.0, self.scale, size=x.shape), dtype=np.float64)
+    @staticmethod
+    def draw_noise(gen: np.random.Generator, noise: float, shape: tuple[int, ...]) -> np.ndarray:
+        return gen.laplace(0.0, noise, size=shape)
 
     @classmethod
     def calibrate(
