@@ -14,7 +14,8 @@ clamped at zero. These functions give log p(y | n, p) with the latent counts mar
 * :func:`mvnormal_logp` — the central-limit approximation of the multinomial convolved with
   Gaussian noise, ``y ~ MvNormal(n p, n (diag p − p pᵀ) + diag σ²)`` (Bernstein & Sheldon 2018,
   "Differentially Private Bayesian Inference for Exponential Families"; Räisä et al. 2023,
-  "Noise-Aware Statistical Inference with Differentially Private Synthetic Data").
+  "Noise-Aware Statistical Inference with Differentially Private Synthetic Data"), in closed
+  form through the Sherman–Morrison formula (linear in the cells).
 
 Censoring
 ---------
@@ -454,12 +455,27 @@ def convolution_logp(
 
 
 def mvnormal_logp(y: Any, n: Any, p: Any, variance: Any) -> Any:
-    """log MvNormal(y; n p, n (diag p − p pᵀ) + diag(variance)), one value per row.
+    r"""log MvNormal(y; n p, n (diag p − p pᵀ) + diag(variance)), one value per row.
 
     The central-limit approximation of Multinomial(n, p) plus independent Gaussian noise of the
     given per-cell variance (σ², or the mixing variances ω_k of the Laplace scale mixture).
     The covariance is singular without noise (its rows sum to zero); the added variance makes it
-    positive definite. Evaluated with a Cholesky factor.
+    positive definite.
+
+    Notes
+    -----
+    The covariance is a diagonal matrix minus a rank-one term, ``Σ = D − n p pᵀ`` with
+    ``D = diag(n p + variance)``, so the Sherman–Morrison formula and the matrix determinant lemma
+    (Golub & Van Loan 2013, "Matrix Computations", Sec. 2.1.4) give the density in O(K) per row
+    instead of a Cholesky factor's O(K³):
+
+    .. math:: \log|\Sigma| = \sum_k \log d_k + \log c, \qquad
+              r^\top \Sigma^{-1} r = \sum_k r_k^2 / d_k + n\,(\textstyle\sum_k p_k r_k /
+              d_k)^2 / c,
+
+    with ``r = y − n p`` and ``c = 1 − n Σ_k p_k² / d_k``, evaluated without cancellation as
+    ``c = (1 − Σ_k p_k) + Σ_k p_k v_k / d_k`` (``v`` the noise variance; ``c > 0`` whenever
+    ``v > 0``).
     """
     y = _f64(y)
     p = _f64(p)
@@ -467,13 +483,12 @@ def mvnormal_logp(y: Any, n: Any, p: Any, variance: Any) -> Any:
     n_ = n[..., None] if n.ndim > 0 else n
     mean = n_ * p
     var = _f64(variance) + pt.zeros_like(mean)
-    eye = pt.eye(p.shape[-1], dtype="float64")
-    pcol = p[..., :, None]
-    prow = p[..., None, :]
-    cov = n_[..., None] * (pcol * eye - pcol * prow) + var[..., None] * eye
-    chol = pt.linalg.cholesky(cov)
+    d = mean + var
     diff = y - mean
-    sol = pt.linalg.solve_triangular(chol, diff[..., None], lower=True)[..., 0]
-    log_det = pt.log(pt.diagonal(chol, axis1=-2, axis2=-1)).sum(axis=-1)
-    k = p.shape[-1].astype("float64")
-    return -0.5 * pt.sqr(sol).sum(axis=-1) - log_det - 0.5 * k * _LOG_2PI
+    w = p / d
+    c = (1.0 - p.sum(axis=-1)) + (w * var).sum(axis=-1)
+    s = (w * diff).sum(axis=-1)
+    quad = (pt.sqr(diff) / d).sum(axis=-1) + n * pt.sqr(s) / c
+    log_det = pt.log(d).sum(axis=-1) + pt.log(c)
+    k = pt.cast(p.shape[-1], "float64")
+    return -0.5 * (quad + log_det + k * _LOG_2PI)

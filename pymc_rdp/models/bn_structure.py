@@ -345,32 +345,31 @@ def family_marginal(
               P(x_u \\mid x_{\\mathrm{pa}(u)}),
 
     (Koller & Friedman 2009, Sec. 9.3: variable elimination after pruning barren nodes),
-    evaluated as one ``einsum`` whose contraction order is chosen greedily. ``cpts[u]`` has shape
-    (configurations of u's parents, states of u). Works on numpy arrays or PyTensor tensors
-    (``backend="pytensor"``), so the same code gives the model's symbolic probabilities.
+    evaluated as a sequence of two-operand contractions in numpy's greedy order
+    (:func:`pymc_rdp.models.variable_elimination.contract`; one many-operand ``einsum`` would
+    search its contraction order exhaustively, which takes minutes for the closures of alarm).
+    ``cpts[u]`` has shape (configurations of u's parents, states of u). Works on numpy arrays or
+    PyTensor tensors (``backend="pytensor"``), so the same code gives the model's symbolic
+    probabilities.
     """
+    from .variable_elimination import contract
+
     pars = structure.parents[node]
     if not pars:
         return np.ones(1) if backend == "numpy" else _pt().ones((1,), dtype="float64")
     closure = structure.ancestors(pars)
-    letters = string.ascii_letters
-    if len(closure) > len(letters):
+    if len(closure) > len(string.ascii_letters):
         raise ValueError(
-            f"the parents of {node!r} have {len(closure)} ancestors; exact enumeration supports at "
-            f"most {len(letters)}"
+            f"the parents of {node!r} have {len(closure)} ancestors; exact elimination supports "
+            f"at most {len(string.ascii_letters)}"
         )
-    sym = {u: letters[i] for i, u in enumerate(closure)}
-    operands = []
-    terms = []
+    factors = []
     for u in closure:
-        shape = [cards[p] for p in structure.parents[u]] + [cards[u]]
-        operands.append(cpts[u].reshape(tuple(shape)))
-        terms.append("".join(sym[p] for p in structure.parents[u]) + sym[u])
-    spec = ",".join(terms) + "->" + "".join(sym[p] for p in pars)
+        shape = (*(cards[p] for p in structure.parents[u]), cards[u])
+        factors.append((cpts[u].reshape(shape), (*structure.parents[u], u)))
+    out = contract(factors, pars, symbolic=backend != "numpy")
     if backend == "numpy":
-        out = np.einsum(spec, *operands, optimize="greedy")
         return np.asarray(out, dtype=np.float64).reshape(-1)
-    out = _pt().einsum(spec, *operands)
     return out.reshape((-1,))
 
 
