@@ -22,6 +22,8 @@ MODULES = [
     "pymc_rdp.ops",
     "pymc_rdp.distributions",
     "pymc_rdp.models.bayesian_network",
+    "pymc_rdp.models.joint_likelihood",
+    "pymc_rdp.models.simplex_transform",
     "pymc_rdp.models.naive_bayes",
     "pymc_rdp.datasets",
     "pymc_rdp.plots",

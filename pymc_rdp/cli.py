@@ -182,11 +182,12 @@ def _add_budget(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--inference",
-        choices=("auto", "noise-aware", "naive"),
+        choices=("auto", "noise-aware", "joint", "naive"),
         default="auto",
-        help="gaussian/laplace only: sample the noise-aware posterior with NUTS, or use the "
-        "naive clip-and-normalise CPTs; auto (default) is noise-aware unless the CPTs have "
-        f"more than {NOISE_AWARE_MAX_CELLS} entries in all",
+        help="gaussian/laplace only: sample the noise-aware posterior with NUTS (per-family "
+        "likelihood; 'joint': one likelihood of all tables with their exact covariance, slower), "
+        "or use the naive clip-and-normalise CPTs; auto (default) is noise-aware unless the CPTs "
+        f"have more than {NOISE_AWARE_MAX_CELLS} entries in all",
     )
     p.add_argument("--seed", type=_seed, default=None, metavar="S", help="random seed")
     p.add_argument("--draws", type=_count, default=None, help="posterior draws per chain")
@@ -537,6 +538,7 @@ def _fit_network(
     neighbours: str,
     seed: int | None,
     noise_aware: bool = True,
+    noise_model: str = "per-family",
 ) -> Any:
     from .models import BayesianNetwork
 
@@ -549,6 +551,7 @@ def _fit_network(
         delta=delta,
         neighbours=neighbours,
         noise_aware=noise_aware,
+        noise_model=noise_model,
         random_state=seed,
     )
     return bn
@@ -661,6 +664,8 @@ def _choose_inference(
         return False, ""
     if inference == "noise-aware":
         return True, "noise-aware posterior (requested)"
+    if inference == "joint":
+        return True, "noise-aware posterior with the joint likelihood of all tables (requested)"
     if inference == "naive":
         return False, "naive baseline: noisy counts clipped at 1e-6 and normalised (requested)"
     sizes = _table_sizes(structure, states, train)
@@ -740,6 +745,7 @@ def run_pipeline(
         neighbours,
         seed,
         noise_aware=noise_aware,
+        noise_model="joint" if inference == "joint" and noise_aware else "per-family",
     )
     acc = bn.accountant
     done()
@@ -953,7 +959,13 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
             add(
                 "The CPTs were then inferred from the noisy counts with a model that accounts "
                 "for the noise (Dirichlet priors on the CPTs, the true counts integrated out), "
-                "sampled with NUTS."
+                "sampled with NUTS"
+                + (
+                    ": the joint likelihood of all tables, with their exact between-table "
+                    "covariance."
+                    if bn.noise_model == "joint"
+                    else ": one likelihood term per family table."
+                )
             )
         else:
             add(f"The CPTs were then estimated with the {s['inference_note']}.")

@@ -474,14 +474,15 @@ def test_noise_aware_gaussian_posterior(toy: pd.DataFrame) -> None:
     nodes = ledger(bn.model)
     assert [r["name"] for r in nodes] == ["a_release", "b_release", "c_release"]
     assert all(r["observed"] and r["mechanism"]["name"] == "gaussian" for r in nodes)
-    assert [v.name for v in bn.model.free_RVs] == [
-        "a_cpt",
-        "b_cpt",
-        "c_cpt",
-        "b_parent_weights",
-        "c_parent_weights",
-    ]
-    assert bn.model.named_vars_to_dims["c_parent_weights"] == ("c_parent_config",)
+    # roots keep their CPT; a family with parents samples its whole table, the CPT derived
+    assert [v.name for v in bn.model.free_RVs] == ["a_cpt", "b_family", "c_family"]
+    assert [v.name for v in bn.model.deterministics] == ["b_cpt", "c_cpt"]
+    assert bn.model.named_vars_to_dims["c_family"] == ("c_family_cell",)
+    assert bn.model.coords["c_family_cell"][:3] == (
+        "a=lo,b=0,c=no",
+        "a=lo,b=0,c=yes",
+        "a=lo,b=1,c=no",
+    )
     assert bn.model.named_vars_to_dims["c_cpt"] == ("c_parent_config", "c_state")
     spent = bn.accountant.rdp().copy()
     with threadpool_limits(limits=1):  # threaded BLAS slows NUTS' small vector ops badly
@@ -600,3 +601,90 @@ def test_dirichlet_table_release_exact_divergence_within_charge(neighbours: str)
                 worst = max(worst, d)
         assert worst <= charged * (1 + 1e-9), (lam, worst, charged)
         assert worst > 0.2 * charged  # the check is not vacuous
+
+
+# ------------------------------------------------------------------------------ noise models
+
+
+def test_noise_model_joint_builds_the_joint_likelihood() -> None:
+    df = _toy_data(400, seed=5)
+    bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
+        df, mechanism="gaussian", epsilon=2.0, order=5.0, random_state=1, noise_model="joint"
+    )
+    assert bn.noise_model == "joint"
+    assert sorted(v.name for v in bn.model.free_RVs) == ["a_cpt", "b_cpt", "c_cpt"]
+    assert [p.name for p in bn.model.potentials] == ["joint_releases"]
+    # the same releases give the same density as the joint model built from the fitted network
+    from pymc_rdp.models.joint_likelihood import joint_model_from_network
+
+    other = joint_model_from_network(bn)
+    point = bn.model.initial_point()
+    assert bn.model.compile_logp()(point) == pytest.approx(other.compile_logp()(point), rel=1e-12)
+    lap = BayesianNetwork(STRUCTURE, states=STATES).fit(
+        df, mechanism="laplace", epsilon=2.0, order=5.0, random_state=1, noise_model="joint"
+    )
+    assert "releases_omega" in [v.name for v in lap.model.free_RVs]
+    # per-family is the default and the naive baseline ignores the option
+    assert (
+        BayesianNetwork(STRUCTURE)
+        .fit(df, mechanism="gaussian", epsilon=2.0, order=5.0, random_state=1)
+        .noise_model
+        == "per-family"
+    )
+    naive = BayesianNetwork(STRUCTURE).fit(
+        df, mechanism="gaussian", epsilon=2.0, order=5.0, noise_aware=False, noise_model="joint"
+    )
+    assert naive.noise_model is None
+
+
+def test_noise_model_refuses_unknown_values() -> None:
+    df = _toy_data(50, seed=1)
+    with pytest.raises(ValueError, match="noise_model"):
+        BayesianNetwork(STRUCTURE).fit(
+            df, mechanism="gaussian", epsilon=1.0, order=5.0, noise_model="pairwise"
+        )
+
+
+def test_family_marginal_symbolic_on_alarm_matches_numpy() -> None:
+    """The deepest ancestral closures of alarm contract pairwise (no exhaustive order search)."""
+    import pytensor
+
+    st, states = parse_structure(datasets.load_network("alarm"))
+    cards = {v: len(states[v]) for v in st.order}
+    rng = np.random.default_rng(0)
+    cpts = {
+        v: rng.dirichlet(np.ones(cards[v]), size=math.prod(cards[p] for p in st.parents[v]))
+        for v in st.order
+    }
+    deepest = max(st.order, key=lambda v: len(st.ancestors(st.parents[v])))
+    assert len(st.ancestors(st.parents[deepest])) >= 20
+    sym = {v: pytensor.shared(c) for v, c in cpts.items()}
+    got = pytensor.function([], family_marginal(st, deepest, sym, cards, backend="pytensor"))()
+    expected = family_marginal(st, deepest, cpts, cards)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert expected.sum() == pytest.approx(1.0)
+
+
+def test_per_family_prior_gives_dirichlet_cpt_rows() -> None:
+    """Normalised Gamma family tables imply independent Dirichlet(alpha0) CPT rows."""
+    import pymc as pm
+
+    df = _toy_data(200, seed=2)
+    alpha0 = 0.7
+    bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
+        df, mechanism="gaussian", epsilon=1.0, order=5.0, alpha0=alpha0, random_state=1
+    )
+    prior = pm.sample_prior_predictive(draws=4000, model=bn.model, random_seed=3)["prior"]
+    rows = prior["c_cpt"].to_numpy().reshape(-1, 6, 2)
+    k = 2
+    np.testing.assert_allclose(rows.mean(axis=0), 1.0 / k, atol=0.02)
+    var = (1 / k) * (1 - 1 / k) / (k * alpha0 + 1)
+    np.testing.assert_allclose(rows.var(axis=0), var, rtol=0.1)
+    # rows are independent of one another and of the parent weights (the row sums)
+    assert abs(np.corrcoef(rows[:, 0, 0], rows[:, 1, 0])[0, 1]) < 0.06
+    fam = prior["c_family"].to_numpy().reshape(-1, 6, 2)
+    weights = fam.sum(axis=-1) / fam.sum(axis=(-2, -1))[:, None]
+    assert abs(np.corrcoef(weights[:, 0], rows[:, 0, 0])[0, 1]) < 0.06
+    # the parent weights are Dirichlet(K alpha0) over the 6 configurations
+    w_var = (1 / 6) * (5 / 6) / (6 * k * alpha0 + 1)
+    np.testing.assert_allclose(weights.var(axis=0), w_var, rtol=0.1)

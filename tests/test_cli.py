@@ -271,7 +271,8 @@ def test_demo_gaussian_uses_the_naive_baseline_for_large_tables(tmp_path, capsys
 
 
 @pytest.mark.slow
-def test_fit_gaussian_noise_aware_posterior(cancer_files, tmp_path, capsys):
+@pytest.mark.parametrize("inference", ["noise-aware", "joint"])
+def test_fit_gaussian_noise_aware_posterior(cancer_files, tmp_path, capsys, inference):
     out = tmp_path / "na"
     argv = [
         "fit",
@@ -294,6 +295,8 @@ def test_fit_gaussian_noise_aware_posterior(cancer_files, tmp_path, capsys):
         "4",
         "--out",
         str(out),
+        "--inference",
+        inference,
         "--quiet",
     ]
     assert main(argv) == 0
@@ -301,7 +304,49 @@ def test_fit_gaussian_noise_aware_posterior(cancer_files, tmp_path, capsys):
 
     with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
         assert tree["posterior"].sizes["draw"] == 200
-    assert "NUTS sampled the noise-aware model" in (out / "report.md").read_text()
+        names = set(tree["posterior"].data_vars)
+    report = (out / "report.md").read_text()
+    assert "NUTS sampled the noise-aware model" in report
+    # the per-family model samples whole family tables; the joint model only the CPTs
+    assert any(n.endswith("_family") for n in names) == (inference == "noise-aware")
+    assert ("joint likelihood" in report) == (inference == "joint")
+
+
+def test_fit_with_the_joint_likelihood(cancer_files, tmp_path, capsys):
+    """``--inference joint``: the model of all tables at once (a short run: the wiring only)."""
+    out = tmp_path / "joint"
+    argv = [
+        "fit",
+        str(cancer_files["train"]),
+        "--structure",
+        str(cancer_files["json"]),
+        "--mechanism",
+        "gaussian",
+        "--epsilon",
+        "1",
+        "--order",
+        "5",
+        "--draws",
+        "30",
+        "--tune",
+        "30",
+        "--chains",
+        "1",
+        "--seed",
+        "2",
+        "--inference",
+        "joint",
+        "--out",
+        str(out),
+        "--quiet",
+    ]
+    assert main(argv) == 0
+    import xarray as xr
+
+    with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
+        names = set(tree["posterior"].data_vars)
+    assert names == {f"{v}_cpt" for v in ("Pollution", "Smoker", "Cancer", "Xray", "Dyspnoea")}
+    assert "the joint likelihood of all tables" in (out / "report.md").read_text()
 
 
 # ------------------------------------------------------------------------------------- errors

@@ -49,8 +49,11 @@ observed through :class:`pymc_rdp.NoisyCounts` (one term per family). The tables
 the same records, and the model multiplies their likelihoods as if they were independent. What
 ``π_v`` is decides how that approximation behaves (``fit(..., margins=...)``):
 
-* ``"free"`` (default): ``π_v ~ Dirichlet(1)`` is a separate nuisance vector of family ``v``
-  (``{v}_parent_weights``), so a table informs only its own CPT. The information that a child's
+* ``"free"`` (default): ``π_v`` is a separate nuisance vector of family ``v``, so a table informs
+  only its own CPT. The model samples the whole family table ``φ_v(c, k) = π_v(c) θ_v[c, k]``
+  (``{v}_family``, ``Dirichlet(alpha0)`` over the cells) and keeps the CPT as the
+  deterministic ``{v}_cpt``; this gives every CPT row the same ``Dirichlet(alpha0)`` prior as the
+  other models, with ``π_v ~ Dirichlet(K_v alpha0)``. The information that a child's
   table carries about its parents' distribution (the same records again) is discarded; the
   posterior is calibrated, slightly conservative.
 * ``"network"``: ``π_v(c) = P(pa(v) = c)``, the network's own marginal over the ancestors of
@@ -61,7 +64,13 @@ the same records, and the model multiplies their likelihoods as if they were ind
 Measured (``tests/test_bayesian_network.py::test_per_family_approximation_coverage``, slow):
 network a -> b, θ from the Dirichlet(1) prior, N = 500, Gaussian releases at ε = 1 (λ = 5),
 16 replicates, coverage of 80% central intervals: ``"network"`` 0.50 for the root's CPT and 0.72
-for the child's; ``"free"`` 0.88 and 0.72 (binomial standard errors about 0.1 and 0.07).
+for the child's; ``"free"`` 0.88 and 0.72 (binomial standard errors about 0.1 and 0.07; measured
+when the free parent weights had a ``Dirichlet(1)`` prior).
+
+``fit(..., noise_model="joint")`` replaces the per-family terms by one likelihood of all tables
+together with their exact between-table covariance (the linear-query model of
+:mod:`pymc_rdp.models.joint_likelihood`), which removes the approximation at a higher cost per
+gradient.
 
 The record count ``N`` is public under replace-one neighbours and is used as is; under
 add-remove neighbours it is not, and ``N`` is estimated from the releases (the mean of the noisy
@@ -169,6 +178,7 @@ class BayesianNetwork:
         self.mechanism: str | None = None
         self.family_mechanism: Any = None
         self.noise_aware: bool | None = None
+        self.noise_model: str | None = None
         self.neighbours: str | None = None
         self.states: dict[str, list[Hashable]] = {}
         self.cards: dict[str, int] = {}
@@ -224,6 +234,7 @@ class BayesianNetwork:
         random_state: int | np.random.Generator | None = None,
         likelihood: Literal["auto", "multinomial", "poissonised"] = "auto",
         margins: Literal["free", "network"] = "free",
+        noise_model: Literal["per-family", "joint"] = "per-family",
     ) -> BayesianNetwork:
         """Release every family table privately and build the model.
 
@@ -256,19 +267,31 @@ class BayesianNetwork:
         likelihood : {"auto", "multinomial", "poissonised"}
             Noise-aware models only: how a family table's latent counts are marginalised.
             ``"multinomial"``: ``Multinomial(N, p_v)`` with :class:`NoisyCounts`' default mode
-            (Gaussian noise: a dense ``MvNormal``, cubic in the number of cells).
+            (Gaussian noise: the multinomial's normal approximation plus the noise, a
+            multivariate normal evaluated in closed form, linear in the cells; Laplace noise:
+            the exact sum, the scale mixture or independent cells, as NoisyCounts chooses).
             ``"poissonised"``: independent cells ``Poisson(N p_v)`` convolved with the noise
-            (linear in the cells; the law of the cells when the total is Poisson, close to the
-            multinomial when every cell probability is small). ``"auto"``: multinomial for
-            tables of at most 64 cells, Poissonised for larger ones.
+            (the law of the cells when the total is Poisson, close to the multinomial when every
+            cell probability is small). ``"auto"``: multinomial for Gaussian noise and for
+            Laplace tables of at most 64 cells, Poissonised for larger Laplace tables.
         margins : {"free", "network"}
             Noise-aware models only: the parent-configuration probabilities ``P(pa(v) = c)`` in
-            family ``v``'s likelihood. ``"free"``: a separate ``Dirichlet(1)`` weight vector
-            ``{v}_parent_weights`` per family, so that each table informs only its own CPT
-            (calibrated; discards the tables' redundant information about the parents).
+            family ``v``'s likelihood. ``"free"``: separate parent weights per family (the
+            family table ``{v}_family`` is sampled, the CPT ``{v}_cpt`` is its row-normalised
+            form), so that each table informs only its own CPT (calibrated; discards the
+            tables' redundant information about the parents).
             ``"network"``: the network's own marginal, exact by variable elimination (uses all
             the information but counts the records' parent margins once per table: over-
             confident, see the module notes).
+        noise_model : {"per-family", "joint"}
+            Noise-aware models only. ``"per-family"``: one :class:`NoisyCounts` term per family
+            (the approximation above: ``likelihood`` and ``margins`` apply). ``"joint"``: the
+            faithful linear-query model of all tables at once, ``y ~ N(N Q p, N Q(diag p −
+            p pᵀ)Qᵀ + diag σ²)`` with ``p`` the network's joint distribution
+            (:func:`pymc_rdp.models.joint_likelihood.build_joint_model`; Laplace noise through
+            its latent scale mixture). Calibrated where the per-family model is not, and one to
+            three orders of magnitude slower per gradient on networks the size of alarm (see
+            ``docs/calibration.md``).
 
         Returns
         -------
@@ -287,6 +310,8 @@ class BayesianNetwork:
             raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {mechanism!r}")
         if neighbours not in _NEIGHBOURS:
             raise ValueError(f"neighbours must be one of {_NEIGHBOURS}, got {neighbours!r}")
+        if noise_model not in ("per-family", "joint"):
+            raise ValueError(f"noise_model must be 'per-family' or 'joint', got {noise_model!r}")
         if margins not in ("free", "network"):
             raise ValueError(f"margins must be 'free' or 'network', got {margins!r}")
         if likelihood not in _LIKELIHOODS:
@@ -325,6 +350,7 @@ class BayesianNetwork:
         self.mechanism = mechanism
         self.neighbours = neighbours
         self.noise_aware = bool(noise_aware) if mechanism in ("gaussian", "laplace") else None
+        self.noise_model = noise_model if self.noise_aware else None
         self.states = states
         self.cards = cards
         self.n_records = len(sub) if neighbours == "replace-one" else None
@@ -358,7 +384,11 @@ class BayesianNetwork:
             if self.n_records is None:
                 totals = [float(np.sum(_release_values(r))) for r in self.releases.values()]
                 self.n_records = max(1, round(float(np.mean(totals))))
-            if noise_aware:
+            if noise_aware and noise_model == "joint":
+                from .joint_likelihood import joint_model_from_network
+
+                self.model = joint_model_from_network(self)
+            elif noise_aware:
                 self.model = self._build_noise_aware_model(likelihood, margins)
             else:
                 self._point_cpts = {
@@ -449,37 +479,73 @@ class BayesianNetwork:
         return model
 
     def _build_noise_aware_model(self, likelihood: str, margins: str) -> Any:
+        """The per-family model: priors on the CPTs, one :class:`NoisyCounts` term per family.
+
+        With ``margins="free"`` a family with parents is parameterised by its whole table
+        ``φ_v ~ Dirichlet(alpha0)`` over (configuration, state) cells (variable
+        ``{v}_family``), and its CPT is the deterministic
+        ``θ_v[c, k] = φ_v[c, k] / Σ_k φ_v[c, k]``. By the aggregation property of the Dirichlet
+        distribution the rows ``θ_v[c, :]`` are independent ``Dirichlet(alpha0)`` (the CPT prior
+        of every other model here), independent of the row sums ``π_v ~ Dirichlet(K_v ·
+        alpha0)``, the family's own parent weights (Frigyik, Kapila & Gupta 2010, "Introduction
+        to the Dirichlet distribution", Sec. 2.3). The likelihood is linear in ``φ_v``.
+
+        NUTS moves ``φ_v`` in log-ratios to the cell with the largest released count
+        (:class:`~pymc_rdp.models.simplex_transform.ReferenceLogRatio`): PyMC's default centred
+        log-ratios, the product ``π_v(c) θ_v[c, k]`` of two simplex variables and normalised
+        Gamma variables all tie every coordinate to an average over many poorly known cells,
+        and sampled alarm 4–25× slower (``docs/calibration.md``, sampling speed).
+        """
         import pymc as pm
         import pytensor.tensor as pt
 
         from ..distributions import NoisyCounts
+        from .simplex_transform import ReferenceLogRatio
 
         with self._base_model() as model:
-            theta = {}
+            theta: dict[str, Any] = {}
+            cell_p: dict[str, Any] = {}
             for v in self.nodes:
                 # an explicit static shape: dims-derived shapes are symbolic, and a batched
                 # Dirichlet with a symbolic length-1 batch dimension fails to compile in numba
-                shape = (len(self.parent_configurations(v)), self.cards[v])
-                theta[v] = pm.Dirichlet(
-                    _cpt_name(v), a=np.full(shape, self.alpha0), shape=shape, dims=_dims(v)
-                )
-            total = None
-            for v in self.nodes:
-                n_conf = theta[v].type.shape[0]
+                configs = self.parent_configurations(v)
+                shape = (len(configs), self.cards[v])
+                cells = shape[0] * shape[1]
                 if margins == "network" or not self.structure.parents[v]:
-                    pc = family_marginal(self.structure, v, theta, self.cards, backend="pytensor")
-                else:
-                    pc = pm.Dirichlet(
-                        f"{v}_parent_weights",
-                        a=np.ones(n_conf),
-                        shape=(n_conf,),
-                        dims=_dims(v)[0],
+                    theta[v] = pm.Dirichlet(
+                        _cpt_name(v), a=np.full(shape, self.alpha0), shape=shape, dims=_dims(v)
                     )
+                    continue
+                cell_dim = f"{v}_family_cell"
+                states = self.coords()[_dims(v)[1]]
+                model.add_coord(cell_dim, [f"{c},{v}={k}" for c in configs for k in states])
+                # the best-known cell (largest released count) anchors the log-ratios
+                ref = int(np.argmax(_release_values(self.releases[v])))
+                phi = pm.Dirichlet(
+                    f"{v}_family",
+                    a=np.full(cells, self.alpha0),
+                    shape=(cells,),
+                    dims=cell_dim,
+                    default_transform=ReferenceLogRatio(ref),
+                )
+                table = phi.reshape(shape)
+                theta[v] = pm.Deterministic(
+                    _cpt_name(v), table / table.sum(axis=1, keepdims=True), dims=_dims(v)
+                )
+                cell_p[v] = phi
+            total = None
+            gaussian = self.mechanism == "gaussian"
+            for v in self.nodes:
                 cells = int(np.prod(theta[v].type.shape))
-                p = pt.specify_shape((pc[:, None] * theta[v]).reshape((-1,)), (cells,))
+                if v in cell_p:
+                    p = cell_p[v]
+                else:
+                    pc = family_marginal(self.structure, v, theta, self.cards, backend="pytensor")
+                    p = pt.specify_shape((pc[:, None] * theta[v]).reshape((-1,)), (cells,))
                 kind = likelihood
                 if kind == "auto":
-                    kind = "multinomial" if cells <= AUTO_MULTINOMIAL_CELLS else "poissonised"
+                    small = cells <= AUTO_MULTINOMIAL_CELLS
+                    kind = "multinomial" if small or gaussian else "poissonised"
                 if kind == "multinomial":
                     n: Any = self.n_records
                 else:
