@@ -314,25 +314,34 @@ def _study():
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
-def test_short_coverage_run_on_asia():
-    """NUTS on asia's joint model: two SBC replicates (N = 1000, ε = 1), wide tolerances."""
+def test_short_coverage_run_on_asia(tmp_path):
+    """NUTS on asia's joint model: two SBC replicates (N = 1000, ε = 1), wide tolerances.
+
+    Also checks the JSON-lines output, resuming and the report from saved results.
+    """
     study = _study()
-    out, _ = study.run_setting(
-        "asia",
-        1000,
-        1.0,
-        "gaussian",
-        replicates=2,
-        draws=150,
-        tune=150,
-        seed=7,
-        methods=("joint", "non-private"),
-    )
-    rows = study.summarise(out)
+    out = tmp_path / "results.jsonl"
+    args = [
+        "--networks", "asia", "--ns", "1000", "--epsilons", "1", "--replicates", "2",
+        "--draws", "150", "--tune", "150", "--seed", "7", "--methods", "joint", "non-private",
+        "--joint-sampler", "pymc", "--out", str(out), "--no-figures",
+    ]  # fmt: skip
+    results = study.main(args)
+    rows = results["asia|gaussian|1|1000"]
     for method in ("joint", "non-private"):
+        assert rows[method]["replicates"] == 2
         assert 0.55 <= rows[method]["cov80"] <= 1.0
         assert rows[method]["cov95"] >= 0.75
         assert rows[method]["kl"] < 0.05
+        assert rows[method]["se80"] is not None
+    assert rows["joint"]["ess_s"] > 0
+    assert len(out.read_text().splitlines()) == 4
+    # everything is in the file already: a resumed run fits nothing and reports the same
+    assert study.main([*args, "--resume"]) == results
+    assert len(out.read_text().splitlines()) == 4
+    again = study.main(["--report", "--from-json", str(out), "--no-figures"])
+    assert again == results
+    assert "| asia | gaussian | 1 | 1,000 | joint | 2 |" in study.markdown_table(again)
 
 
 @pytest.mark.slow
@@ -342,19 +351,18 @@ def test_full_calibration_study(tmp_path):
     study = _study()
     results = study.main(
         [
-            "--replicates",
-            "100",
-            "--networks",
-            "asia",
-            "--noise",
-            "gaussian",
-            "laplace",
-            "--json",
-            str(tmp_path / "calibration_results.json"),
+            "--replicates", "100",
+            "--networks", "asia", "sachs", "child",
+            "--noise", "gaussian", "laplace",
+            "--ns", "100", "1000", "10000",
+            "--epsilons", "0.1", "1",
+            "--out", str(tmp_path / "calibration_results.jsonl"),
             "--no-figures",
         ]
-    )
+    )  # fmt: skip
+    assert len(results) == 36
     for rows in results.values():
+        assert rows["joint"]["replicates"] == 100
         for q in (50, 80, 95):
             assert abs(rows["joint"][f"cov{q}"] - q / 100) <= 0.08
 
