@@ -7,8 +7,8 @@ mechanism (ε = 1 at order λ = 5 for the whole fit, ε/K per family). In one pr
    Dirichlet priors on CPT rows, observed ``Multinomial`` counts),
 2. the per-family noise-aware model (``BayesianNetwork.fit(mechanism="gaussian")``: one
    ``NoisyCounts`` term per family),
-3. the joint noise-aware model (:func:`pymc_rdp.models.joint_likelihood.joint_model_from_network`:
-   one multivariate normal over all family cells with the exact between-family covariance),
+3. the joint noise-aware model (``fit(..., noise_model="joint")``: one multivariate normal over
+   all family cells with the exact between-family covariance),
 
 it reports the compile time (logp and gradient functions), the cost of one logp+gradient
 evaluation, the NUTS sampling time, the minimum bulk ESS over all CPT entries (ArviZ ``ess``)
@@ -17,8 +17,14 @@ and the minimum ESS per second of sampling, with the ratio to the non-private mo
 BLAS is limited to one thread (several chains share two cores; threaded BLAS on small matrices
 was measured to be several times slower under load).
 
-Run: ``python benchmarks/bench_bn_sampling.py`` (alarm, N = 10,000), ``--quick`` (asia),
-``--network NAME --n N --draws D --tune T --chains C``.
+Each model is sampled with every NUTS implementation that is installed (PyMC's own, and nutpie
+if ``pip install nutpie`` was run: PyMC 6 then picks it by default), each ratio taken against the
+non-private model under the same sampler.
+
+Run: ``python benchmarks/bench_bn_sampling.py`` (alarm, N = 10,000, 500 + 500 iterations, two
+chains), ``--quick`` (asia), ``--network NAME --n N --draws D --tune T --chains C``,
+``--models none,family,joint``, ``--samplers pymc,nutpie``, ``--joint-draws D`` (fewer
+iterations for the slow joint model).
 """
 
 from __future__ import annotations
@@ -36,14 +42,26 @@ import numpy as np
 
 
 def _min_ess(idata) -> float:
+    """Minimum bulk ESS over every CPT entry (variables ``*_cpt``; nuisance variables such as
+    the per-family parent weights or the Laplace mixing variances are not counted)."""
     import arviz as az
 
     ess = az.ess(idata)
     post = ess["posterior"] if "posterior" in getattr(ess, "children", {}) else ess
-    return float(min(np.nanmin(post[v].to_numpy()) for v in post.data_vars))
+    names = [v for v in post.data_vars if str(v).endswith("_cpt")]
+    return float(min(np.nanmin(post[v].to_numpy()) for v in names))
 
 
-def _time_model(label: str, model, draws: int, tune: int, chains: int, seed: int, nuts: dict):
+def _time_model(
+    label: str,
+    model,
+    draws: int,
+    tune: int,
+    chains: int,
+    seed: int,
+    nuts: dict,
+    sampler: str = "pymc",
+):
     import pymc as pm
 
     start = time.perf_counter()
@@ -59,6 +77,9 @@ def _time_model(label: str, model, draws: int, tune: int, chains: int, seed: int
         fn(q0)
     eval_ms = (time.perf_counter() - t0) / reps * 1e3
     t0 = time.perf_counter()
+    kwargs = {"nuts": nuts} if sampler == "pymc" else {}
+    if sampler == "nutpie" and "max_treedepth" in nuts:
+        kwargs["nuts_sampler_kwargs"] = {"maxdepth": nuts["max_treedepth"]}
     with model:
         idata = pm.sample(
             draws=draws,
@@ -68,13 +89,15 @@ def _time_model(label: str, model, draws: int, tune: int, chains: int, seed: int
             random_seed=seed,
             progressbar=False,
             compute_convergence_checks=False,
-            nuts=nuts,
+            nuts_sampler=sampler,
+            **kwargs,
         )
     total_s = time.perf_counter() - t0
     sampling_s = float(idata["posterior"].attrs.get("sampling_time", total_s))
     ess = _min_ess(idata)
     return {
         "model": label,
+        "sampler": sampler,
         "compile_s": compile_s,
         "eval_ms": eval_ms,
         "sample_s": sampling_s,
@@ -82,6 +105,15 @@ def _time_model(label: str, model, draws: int, tune: int, chains: int, seed: int
         "min_ess": ess,
         "ess_per_s": ess / sampling_s,
     }
+
+
+def _available_samplers() -> list[str]:
+    import importlib.util
+
+    out = ["pymc"]
+    if importlib.util.find_spec("nutpie") is not None:
+        out.append("nutpie")
+    return out
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
@@ -93,71 +125,88 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--tune", type=int, default=None)
     parser.add_argument("--chains", type=int, default=None)
     parser.add_argument("--max-treedepth", type=int, default=None)
-    parser.add_argument("--skip", default="", help="comma list of models to skip: joint,family")
+    parser.add_argument(
+        "--models",
+        default="none,family,joint",
+        help="comma list of models: none (non-private), family (per-family), joint",
+    )
+    parser.add_argument(
+        "--samplers",
+        default=None,
+        help="comma list of NUTS implementations: pymc, nutpie (default: those installed)",
+    )
+    parser.add_argument("--joint-draws", type=int, default=None, help="draws (and tune) for joint")
     args = parser.parse_args(argv)
     network = args.network or ("asia" if args.quick else "alarm")
     n = args.n or (2_000 if args.quick else 10_000)
-    big = network not in ("asia", "cancer", "earthquake", "survey")
-    # alarm: 0.1-0.4 s per logp+gradient of the joint model here; keep the run within minutes
-    draws = args.draws or (100 if args.quick else (20 if big else 300))
-    tune = args.tune or (100 if args.quick else (20 if big else 300))
-    treedepth = args.max_treedepth or (5 if big else 10)
-    args.chains = args.chains or (1 if big else 2)
+    draws = args.draws or (100 if args.quick else 500)
+    tune = args.tune or (100 if args.quick else 500)
+    treedepth = args.max_treedepth or 10
+    chains = args.chains or 2
+    models = [m for m in args.models.split(",") if m]
+    samplers = args.samplers.split(",") if args.samplers else _available_samplers()
+    for m in models:
+        if m not in ("none", "family", "joint"):
+            parser.error(f"unknown model {m!r}")
 
     from pymc_rdp.datasets import load_network, sample_network
     from pymc_rdp.models.bayesian_network import BayesianNetwork
-    from pymc_rdp.models.joint_likelihood import joint_model_from_network
 
     warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=UserWarning)
     df = sample_network(network, n, random_state=1)
     structure = load_network(network)
-    rows = []
-    plain = BayesianNetwork(structure).fit(df, mechanism="none")
-    print(f"network {network}: N = {n}, {len(plain.nodes)} families")
-    rows.append(
-        _time_model(
-            "non-private Dirichlet-multinomial", plain.model, draws, tune, args.chains, 3, {}
-        )
-    )
-    print(rows[-1], flush=True)
-    bn = BayesianNetwork(structure).fit(
-        df, mechanism="gaussian", epsilon=1.0, order=5.0, random_state=2
-    )
-    print(f"Gaussian sigma per family: {bn.family_mechanism.sigma:.3f}")
-    skip = set(filter(None, args.skip.split(",")))
-    if "family" not in skip:
-        rows.append(
-            _time_model(
-                "noise-aware per-family",
-                bn.model,
-                draws,
-                tune,
-                args.chains,
-                4,
-                {"max_treedepth": treedepth},
-            )
-        )
-        print(rows[-1], flush=True)
-    if "joint" not in skip:
+    print(f"network {network}: N = {n}; samplers {samplers}", flush=True)
+    fits = {}
+    if "none" in models:
+        fits["none"] = BayesianNetwork(structure).fit(df, mechanism="none")
+    private = dict(mechanism="gaussian", epsilon=1.0, order=5.0, random_state=2)
+    if "family" in models:
+        fits["family"] = BayesianNetwork(structure).fit(df, **private)
+        print(f"Gaussian sigma per family: {fits['family'].family_mechanism.sigma:.3f}")
+    if "joint" in models:
         t0 = time.perf_counter()
-        joint = joint_model_from_network(bn)
-        build_s = time.perf_counter() - t0
-        row = _time_model(
-            "noise-aware joint", joint, draws, tune, args.chains, 5, {"max_treedepth": treedepth}
-        )
-        row["build_s"] = build_s
-        rows.append(row)
-        print(rows[-1], flush=True)
-    base = rows[0]["ess_per_s"]
+        fits["joint"] = BayesianNetwork(structure).fit(df, noise_model="joint", **private)
+        print(f"joint model built in {time.perf_counter() - t0:.1f} s", flush=True)
+    labels = {
+        "none": "non-private Dirichlet-multinomial",
+        "family": "noise-aware per-family",
+        "joint": "noise-aware joint",
+    }
+    rows = []
+    for sampler in samplers:
+        for m in models:
+            d, t = draws, tune
+            if m == "joint" and args.joint_draws:
+                d = t = args.joint_draws
+            row = _time_model(
+                labels[m],
+                fits[m].model,
+                d,
+                t,
+                chains,
+                3,
+                {"max_treedepth": treedepth},
+                sampler=sampler,
+            )
+            row["draws"], row["tune"] = d, t
+            rows.append(row)
+            print(row, flush=True)
     print()
-    print("| model | compile s | logp+grad ms | sampling s | min ESS | min ESS/s | ratio |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| sampler | model | draws+tune | compile s | logp+grad ms | sampling s | min ESS "
+        "| min ESS/s | ratio to non-private |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        base = [b for b in rows if b["sampler"] == r["sampler"] and b["model"] == labels["none"]]
+        ratio = f"{r['ess_per_s'] / base[0]['ess_per_s']:.3f}" if base else "–"
         print(
-            f"| {r['model']} | {r['compile_s']:.1f} | {r['eval_ms']:.2f} | {r['sample_s']:.1f} "
-            f"| {r['min_ess']:.0f} | {r['ess_per_s']:.2f} | {r['ess_per_s'] / base:.3f} |"
+            f"| {r['sampler']} | {r['model']} | {r['draws']}+{r['tune']} | {r['compile_s']:.1f} "
+            f"| {r['eval_ms']:.2f} | {r['sample_s']:.1f} | {r['min_ess']:.0f} "
+            f"| {r['ess_per_s']:.2f} | {ratio} |"
         )
-    print(f"(draws={draws}, tune={tune}, chains={args.chains}, max_treedepth={treedepth})")
+    print(f"(chains={chains}, max_treedepth={treedepth}; compile s: PyMC's logp+gradient function)")
     return rows
 
 
