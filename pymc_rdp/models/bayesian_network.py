@@ -64,8 +64,9 @@ the same records, and the model multiplies their likelihoods as if they were ind
 Measured (``tests/test_bayesian_network.py::test_per_family_approximation_coverage``, slow):
 network a -> b, θ from the Dirichlet(1) prior, N = 500, Gaussian releases at ε = 1 (λ = 5),
 16 replicates, coverage of 80% central intervals: ``"network"`` 0.50 for the root's CPT and 0.72
-for the child's; ``"free"`` 0.88 and 0.72 (binomial standard errors about 0.1 and 0.07; measured
-when the free parent weights had a ``Dirichlet(1)`` prior).
+for the child's; ``"free"`` 0.88 and 0.72 when the free parent weights had a ``Dirichlet(1)``
+prior, 0.81 and 0.66 with the whole-table parameterisation below (binomial standard errors about
+0.1 and 0.07). ``docs/calibration.md`` has the larger study on asia, sachs and child.
 
 ``fit(..., noise_model="joint")`` replaces the per-family terms by one likelihood of all tables
 together with their exact between-table covariance (the linear-query model of
