@@ -270,35 +270,39 @@ def test_demo_gaussian_uses_the_naive_baseline_for_large_tables(tmp_path, capsys
     assert entry.mechanism_dict() == rel["mechanism"]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("inference", ["noise-aware", "joint"])
-def test_fit_gaussian_noise_aware_posterior(cancer_files, tmp_path, capsys, inference):
-    out = tmp_path / "na"
-    argv = [
+def _gaussian_fit_argv(files, out, inference, draws, budget, seed) -> list[str]:
+    """``pymc-rdp fit`` of the cancer records with Gaussian releases and NUTS."""
+    return [
         "fit",
-        str(cancer_files["train"]),
+        str(files["train"]),
         "--structure",
-        str(cancer_files["json"]),
+        str(files["json"]),
         "--mechanism",
         "gaussian",
         "--epsilon",
         "1",
-        "--delta",
-        "1e-6",
+        *budget,
         "--draws",
-        "200",
+        str(draws),
         "--tune",
-        "200",
+        str(draws),
         "--chains",
         "1",
         "--seed",
-        "4",
+        str(seed),
         "--out",
         str(out),
         "--inference",
         inference,
         "--quiet",
     ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("inference", ["noise-aware", "joint"])
+def test_fit_gaussian_noise_aware_posterior(cancer_files, tmp_path, capsys, inference):
+    out = tmp_path / "na"
+    argv = _gaussian_fit_argv(cancer_files, out, inference, 200, ["--delta", "1e-6"], 4)
     assert main(argv) == 0
     import xarray as xr
 
@@ -315,31 +319,7 @@ def test_fit_gaussian_noise_aware_posterior(cancer_files, tmp_path, capsys, infe
 def test_fit_with_the_joint_likelihood(cancer_files, tmp_path, capsys):
     """``--inference joint``: the model of all tables at once (a short run: the wiring only)."""
     out = tmp_path / "joint"
-    argv = [
-        "fit",
-        str(cancer_files["train"]),
-        "--structure",
-        str(cancer_files["json"]),
-        "--mechanism",
-        "gaussian",
-        "--epsilon",
-        "1",
-        "--order",
-        "5",
-        "--draws",
-        "30",
-        "--tune",
-        "30",
-        "--chains",
-        "1",
-        "--seed",
-        "2",
-        "--inference",
-        "joint",
-        "--out",
-        str(out),
-        "--quiet",
-    ]
+    argv = _gaussian_fit_argv(cancer_files, out, "joint", 30, ["--order", "5"], 2)
     assert main(argv) == 0
     import xarray as xr
 

@@ -506,6 +506,7 @@ class BayesianNetwork:
         with self._base_model() as model:
             theta: dict[str, Any] = {}
             cell_p: dict[str, Any] = {}
+            coords = self.coords()
             for v in self.nodes:
                 # an explicit static shape: dims-derived shapes are symbolic, and a batched
                 # Dirichlet with a symbolic length-1 batch dimension fails to compile in numba
@@ -518,7 +519,7 @@ class BayesianNetwork:
                     )
                     continue
                 cell_dim = f"{v}_family_cell"
-                states = self.coords()[_dims(v)[1]]
+                states = coords[_dims(v)[1]]
                 model.add_coord(cell_dim, [f"{c},{v}={k}" for c in configs for k in states])
                 # the best-known cell (largest released count) anchors the log-ratios
                 ref = int(np.argmax(_release_values(self.releases[v])))

@@ -19,7 +19,6 @@ the state domains, integer encoding of a data frame, the family tables, the fami
 from __future__ import annotations
 
 import itertools
-import string
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -352,22 +351,14 @@ def family_marginal(
     PyTensor tensors (``backend="pytensor"``), so the same code gives the model's symbolic
     probabilities.
     """
-    from .variable_elimination import contract
+    from .variable_elimination import _cpt_factors, contract
 
     pars = structure.parents[node]
     if not pars:
         return np.ones(1) if backend == "numpy" else _pt().ones((1,), dtype="float64")
     closure = structure.ancestors(pars)
-    if len(closure) > len(string.ascii_letters):
-        raise ValueError(
-            f"the parents of {node!r} have {len(closure)} ancestors; exact elimination supports "
-            f"at most {len(string.ascii_letters)}"
-        )
-    factors = []
-    for u in closure:
-        shape = (*(cards[p] for p in structure.parents[u]), cards[u])
-        factors.append((cpts[u].reshape(shape), (*structure.parents[u], u)))
-    out = contract(factors, pars, symbolic=backend != "numpy")
+    factors = _cpt_factors(structure, cards, cpts, nodes=closure).values()
+    out = contract(list(factors), pars, symbolic=backend != "numpy")
     if backend == "numpy":
         return np.asarray(out, dtype=np.float64).reshape(-1)
     return out.reshape((-1,))

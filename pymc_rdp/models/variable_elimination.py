@@ -304,11 +304,17 @@ def contract(factors: Sequence[Factor], out: Sequence[str], symbolic: bool | Non
 
 
 def _cpt_factors(
-    structure: NetworkStructure, cards: Mapping[str, int], cpts: Mapping[str, Any]
+    structure: NetworkStructure,
+    cards: Mapping[str, int],
+    cpts: Mapping[str, Any],
+    nodes: Sequence[str] | None = None,
 ) -> dict[str, Factor]:
-    """Each CPT reshaped to (parent cards..., child card), labelled (parents..., child)."""
+    """Each CPT reshaped to (parent cards..., child card), labelled (parents..., child).
+
+    ``nodes``: only these CPTs (default: every node of the structure).
+    """
     out = {}
-    for v in structure.order:
+    for v in structure.order if nodes is None else nodes:
         pars = structure.parents[v]
         shape = (*[cards[p] for p in pars], cards[v])
         table = cpts[v]
