@@ -25,6 +25,8 @@ _EXPORTS: dict[str, str] = {
     "DirichletMechanism": "pymc_rdp.mechanisms",
     "mechanism_from_dict": "pymc_rdp.mechanisms",
     "CustomCurve": "pymc_rdp.mechanisms",
+    "SystemNoise": "pymc_rdp.mechanisms",
+    "UnsafeNoiseSeed": "pymc_rdp.mechanisms",
     # budget helpers
     "split_budget": "pymc_rdp.budget",
     "calibrate_dirichlet": "pymc_rdp.budget",

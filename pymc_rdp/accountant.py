@@ -406,6 +406,7 @@ class Accountant:
         self._rows: list[tuple | None] = []
         self._cache: dict[type, dict[Any, np.ndarray]] = {}  # class -> params key -> curve
         self._cache_size = 0
+        self._declarations: list[dict[str, Any]] = []
 
     @property
     def orders(self) -> np.ndarray:
@@ -1011,6 +1012,9 @@ class Accountant:
                 "parallel groups (order-wise max over partitions): "
                 + ", ".join(f"{g} ({len(p)} partitions)" for g, p in self._partitions.items())
             )
+        for d in self._declarations:
+            head = "OUTSIDE THE GUARANTEE" if d["outside_guarantee"] else "declared public"
+            lines.append(f"{head} ({d['kind']}): {d['detail']}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -1021,6 +1025,46 @@ class Accountant:
         else:
             b = "budget=None"
         return f"<Accountant {b}, {len(self._entries)} entries, {self._orders.size} orders>"
+
+    # ---------------------------------------------------------------- declarations
+
+    def declare(self, kind: str, detail: str, *, outside_guarantee: bool) -> None:
+        """Record something published that no mechanism covers.
+
+        Two kinds of statement travel with the ledger: facts the caller declared public (for
+        example ``kind="public_total"``, a table total known outside the data), which the
+        guarantee does not need to cover, and releases outside the guarantee (for example
+        ``kind="states_from_data"``, a domain read from the private records, or
+        ``kind="unsafe_noise"``, noise reproducible from a seed), which the report flags.
+
+        Parameters
+        ----------
+        kind : str
+            A short machine-readable name.
+        detail : str
+            One sentence for the report.
+        outside_guarantee : bool
+            True when the statement weakens the stated guarantee.
+        """
+        if not isinstance(kind, str) or not kind:
+            raise TypeError(f"kind must be a non-empty str, got {kind!r}")
+        if not isinstance(detail, str):
+            raise TypeError(f"detail must be a str, got {type(detail).__name__}")
+        if not isinstance(outside_guarantee, bool):
+            raise TypeError(f"outside_guarantee must be a bool, got {outside_guarantee!r}")
+        item = {"kind": kind, "detail": detail, "outside_guarantee": outside_guarantee}
+        if item not in self._declarations:
+            self._declarations.append(item)
+
+    @property
+    def declarations(self) -> tuple[dict[str, Any], ...]:
+        """The statements recorded by :meth:`declare`, in order (copies)."""
+        return tuple(dict(d) for d in self._declarations)
+
+    @property
+    def within_guarantee(self) -> bool:
+        """False when any declaration is outside the guarantee."""
+        return not any(d["outside_guarantee"] for d in self._declarations)
 
     # ---------------------------------------------------------------- serialisation
 
@@ -1042,6 +1086,7 @@ class Accountant:
             "orders": self._orders,
             "budget": budget,
             "entries": [e.to_dict() for e in self._entries],
+            "declarations": self._declarations,
         }
         return json.dumps(_encode(doc), allow_nan=False, ensure_ascii=False, separators=(",", ":"))
 
@@ -1090,6 +1135,10 @@ class Accountant:
                 partition,
                 curve,
             )
+        for d in doc.get("declarations", []):
+            if not isinstance(d, dict):
+                raise ValueError("a ledger declaration is not an object")
+            acc.declare(d["kind"], d["detail"], outside_guarantee=d["outside_guarantee"])
         return acc
 
 

@@ -8,6 +8,7 @@ from .base import CustomCurve, Mechanism, mechanism_from_dict, register_mechanis
 from .dirichlet import DirichletMechanism
 from .gaussian import GaussianMechanism
 from .laplace import LaplaceMechanism
+from .noise import NoiseSource, SystemNoise, UnsafeNoiseSeed, noise_source
 from .randomized_response import RandomizedResponse
 
 __all__ = [
@@ -16,7 +17,11 @@ __all__ = [
     "GaussianMechanism",
     "LaplaceMechanism",
     "Mechanism",
+    "NoiseSource",
     "RandomizedResponse",
+    "SystemNoise",
+    "UnsafeNoiseSeed",
     "mechanism_from_dict",
+    "noise_source",
     "register_mechanism",
 ]
