@@ -8,7 +8,7 @@ from .base import CustomCurve, Mechanism, mechanism_from_dict, register_mechanis
 from .dirichlet import DirichletMechanism
 from .gaussian import GaussianMechanism
 from .laplace import LaplaceMechanism
-from .noise import NoiseSource, SystemNoise, UnsafeNoiseSeed, noise_source
+from .noise import NoiseSource, SystemNoise, UnsafeNoiseSeed, resolve_noise_source
 from .randomized_response import RandomizedResponse
 
 __all__ = [
@@ -22,6 +22,6 @@ __all__ = [
     "SystemNoise",
     "UnsafeNoiseSeed",
     "mechanism_from_dict",
-    "noise_source",
     "register_mechanism",
+    "resolve_noise_source",
 ]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NoiseSource", "SystemNoise", "UnsafeNoiseSeed", "noise_source"]
+__all__ = ["NoiseSource", "SystemNoise", "UnsafeNoiseSeed", "resolve_noise_source"]
 
 
 class NoiseSource:
@@ -106,17 +106,17 @@ class UnsafeNoiseSeed(NoiseSource):
         return np.random.default_rng(np.random.SeedSequence(int(self.seed), spawn_key=(calls[0],)))
 
 
-def noise_source(noise: Any, name: str = "noise") -> NoiseSource:
-    """Resolve a ``noise`` argument: None -> :class:`SystemNoise`, a source -> itself.
+def resolve_noise_source(noise_source: Any, name: str = "noise_source") -> NoiseSource:
+    """Resolve a ``noise_source`` argument: None -> :class:`SystemNoise`, a source -> itself.
 
     An int seed or a NumPy generator is refused: privacy noise is never steered by a user seed.
     """
-    if noise is None:
+    if noise_source is None:
         return SystemNoise()
-    if isinstance(noise, NoiseSource):
-        return noise
+    if isinstance(noise_source, NoiseSource):
+        return noise_source
     raise TypeError(
         f"{name} must be None (noise from OS entropy) or pmr.UnsafeNoiseSeed(seed) for "
-        f"reproducible, non-private noise; got {type(noise).__name__}. Privacy noise is never "
-        "drawn from a user seed or generator."
+        f"reproducible, non-private noise; got {type(noise_source).__name__}. "
+        "Privacy noise is never drawn from a user seed or generator."
     )
