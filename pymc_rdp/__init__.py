@@ -23,6 +23,8 @@ _EXPORTS: dict[str, str] = {
     "LaplaceMechanism": "pymc_rdp.mechanisms",
     "RandomizedResponse": "pymc_rdp.mechanisms",
     "DirichletMechanism": "pymc_rdp.mechanisms",
+    "DiscreteGaussianMechanism": "pymc_rdp.mechanisms",
+    "DiscreteLaplaceMechanism": "pymc_rdp.mechanisms",
     "mechanism_from_dict": "pymc_rdp.mechanisms",
     "CustomCurve": "pymc_rdp.mechanisms",
     "SystemNoise": "pymc_rdp.mechanisms",
@@ -81,6 +83,8 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from pymc_rdp.accountant import Accountant, BudgetExceededError, LedgerEntry  # noqa: F401
     from pymc_rdp.mechanisms import (  # noqa: F401
         DirichletMechanism,
+        DiscreteGaussianMechanism,
+        DiscreteLaplaceMechanism,
         GaussianMechanism,
         LaplaceMechanism,
         Mechanism,
