@@ -172,7 +172,8 @@ def _add_budget(p: argparse.ArgumentParser) -> None:
         "--mechanism",
         choices=MECHANISMS,
         default="dirichlet",
-        help="how each family table is released (default dirichlet)",
+        help="how each family table is released (default dirichlet; gaussian/laplace add "
+        "exactly sampled discrete Gaussian/Laplace integer noise to the counts)",
     )
     p.add_argument(
         "--neighbours",
@@ -949,10 +950,10 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
             "probability tables (CPTs) themselves; no count is published."
         )
     else:
-        noise = "Gaussian" if mech == "gaussian" else "Laplace"
+        noise = "discrete Gaussian" if mech == "gaussian" else "discrete Laplace"
         add(
-            f"{noise} noise was added to every count of every table and the noisy counts were "
-            "published."
+            f"Exactly sampled {noise} noise (integers, Canonne, Kamath & Steinke 2020) was added "
+            "to every count of every table and the noisy counts were published."
         )
         add("")
         if s["noise_aware"]:

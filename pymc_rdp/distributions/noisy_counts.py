@@ -16,11 +16,27 @@ modes are described in :mod:`pymc_rdp.distributions.likelihoods`; ``mode="auto"`
   and ``"mixture"`` otherwise: Bernstein & Sheldon's scale mixture w_k | ω_k ~ N(0, ω_k),
   ω_k ~ Exponential(mean 2b²), with ω latent in the model and y | ω ~ MvNormal(n p,
   n(diag p − p pᵀ) + diag ω).
+
+Discrete noise (the default mechanisms for count tables,
+:class:`~pymc_rdp.DiscreteGaussianMechanism` and :class:`~pymc_rdp.DiscreteLaplaceMechanism`): the
+released values are integers and
+
+* ``"exact"`` (the default when the sum has at most ``max_states`` terms per row) sums the
+  multinomial pmf against the discrete noise pmf over every integer count vector: no
+  approximation at all;
+* beyond it the noise is replaced by a continuous surrogate with its *exact* variance (the
+  discrete Gaussian's by summation, slightly below σ²; the discrete Laplace's 2r/(1 − r)²,
+  r = e^{−1/t}): the multivariate normal for the discrete Gaussian, and for the discrete Laplace
+  the continuous Laplace of that variance through the same per-cell or scale-mixture rule as
+  above. Evaluating a continuous density at integer points is the usual lattice (continuity)
+  approximation of the CLT; the error against the exact integer sum is measured in
+  ``tests/test_distributions_discrete_noise.py``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -33,7 +49,15 @@ from pymc.pytensorf import normalize_rng_param
 from pytensor.graph.basic import Constant, Variable
 from pytensor.tensor.random.utils import normalize_size_param
 
-from ..mechanisms import GaussianMechanism, LaplaceMechanism, Mechanism
+from ..mechanisms import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    Mechanism,
+)
+from ..mechanisms.discrete_gaussian import discrete_gaussian_variance
+from ..mechanisms.discrete_laplace import discrete_laplace_variance
 from . import likelihoods as lik
 from .ledger import PrivateRandomVariable
 from .release import NEIGHBOURS, Release, check_sensitivity
@@ -50,7 +74,8 @@ class NoisyCountsRV(PrivateRandomVariable):
     """The Op of a :class:`NoisyCounts` node: y = s + w with s latent counts, w the noise.
 
     Static attributes (part of equality): ``noise`` ("laplace"/"gaussian", the noise *given* the
-    Op's scale input — "gaussian" with per-cell variances for the scale mixture), ``likelihood``
+    Op's scale input — "gaussian" with per-cell variances for the scale mixture — or
+    "discrete_laplace"/"discrete_gaussian" for the exact integer sum), ``likelihood``
     ("exact", "convolution", "mvnormal"), ``poissonised``, ``clamped``, ``rounded``,
     ``exact_n`` (the known totals, for the exact sum) and the privacy ``record``.
     """
@@ -135,6 +160,16 @@ class NoisyCountsRV(PrivateRandomVariable):
             rng1, counts = pt.random.multinomial(n, p, size=size, rng=rng, return_next_rng=True)
         if noise == "laplace":
             rng2, w = pt.random.laplace(0.0, scale, size=full, rng=rng1, return_next_rng=True)
+        elif noise == "discrete_laplace":
+            # the difference of two geometric variables on {1, 2, ...} with success 1 − e^{−1/t}
+            q = -pt.expm1(-1.0 / scale) + pt.zeros(full, dtype="float64")
+            rng_a, g1 = pt.random.geometric(q, rng=rng1, return_next_rng=True)
+            rng2, g2 = pt.random.geometric(q, rng=rng_a, return_next_rng=True)
+            w = pt.cast(g1 - g2, "float64")
+        elif noise == "discrete_gaussian":
+            # simulation only (never a release): a rounded normal stands in for N_Z(0, σ²)
+            rng2, w = pt.random.normal(0.0, scale, size=full, rng=rng1, return_next_rng=True)
+            w = pt.round(w)
         else:
             rng2, w = pt.random.normal(0.0, scale, size=full, rng=rng1, return_next_rng=True)
         y = pt.cast(counts, "float64") + w
@@ -295,9 +330,14 @@ def _noise_of(mechanism: Any) -> tuple[str, float]:
         return "laplace", float(mechanism.scale)
     if isinstance(mechanism, GaussianMechanism):
         return "gaussian", float(mechanism.sigma)
+    if isinstance(mechanism, DiscreteLaplaceMechanism):
+        return "discrete_laplace", float(mechanism.scale)
+    if isinstance(mechanism, DiscreteGaussianMechanism):
+        return "discrete_gaussian", float(mechanism.sigma)
     if isinstance(mechanism, Mechanism):
         raise TypeError(
-            "mechanism must be a GaussianMechanism or LaplaceMechanism (additive noise on counts), "
+            "mechanism must be a DiscreteGaussianMechanism, DiscreteLaplaceMechanism, "
+            "GaussianMechanism or LaplaceMechanism (additive noise on counts), "
             f"got {type(mechanism).__name__}"
         )
     raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
@@ -326,6 +366,10 @@ def resolve_mode(
         if k is None:
             raise ValueError("mode='exact' needs the number of cells K to be known from p")
         return "exact", "exact"
+    if noise in DISCRETE:
+        return _resolve_discrete(
+            mode, noise, n_values, k, scale, states, max_states, censored, can_add_latent
+        )
     if mode == "mixture":
         if noise != "laplace":
             raise ValueError("mode='mixture' is the scale mixture of Laplace noise")
@@ -355,6 +399,87 @@ def resolve_mode(
     if not known or n_max / 4.0 <= 0.02 * 2.0 * scale**2 or not can_add_latent:
         return "convolution", "convolution"
     return "mixture", "mvnormal" if not censored else "convolution"
+
+
+#: Noise kinds of the discrete mechanisms (integer noise on integer counts).
+DISCRETE = ("discrete_gaussian", "discrete_laplace")
+
+
+def _resolve_discrete(
+    mode: str,
+    noise: str,
+    n_values: np.ndarray | None,
+    k: int | None,
+    scale: float,
+    states: int | None,
+    max_states: int,
+    censored: bool,
+    can_add_latent: bool,
+) -> tuple[str, str]:
+    """(user mode, likelihood kind) for discrete noise.
+
+    ``"exact"``: the integer convolution Σ_s Multinomial(s) Π_k q(y_k − s_k) with the discrete
+    pmf q (the default when it has at most ``max_states`` terms per row). Otherwise a Gaussian
+    surrogate of the noise with its exact variance (:meth:`variance`): for the discrete Gaussian
+    the multivariate normal (``"convolution"``; independent cells when the total is unknown);
+    for the discrete Laplace the continuous Laplace of the same variance, either per cell
+    (normal–Laplace, ``"convolution"``) or as the exponential scale mixture of normals
+    (``"mixture"``), by the rule of the continuous Laplace.
+    """
+    known = n_values is not None
+    if censored:
+        raise ValueError(
+            "clamped or rounded releases are not supported with the discrete mechanisms (their "
+            "output is already integer; release unclamped counts)"
+        )
+    if mode == "exact":
+        if not known:
+            raise ValueError("mode='exact' needs a known total n (whole numbers), not a variable")
+        if states is None:
+            raise ValueError("mode='exact' needs the number of cells K to be known from p")
+        return "exact", "exact"
+    if mode == "auto" and states is not None and states <= max_states:
+        return "exact", "exact"
+    if noise == "discrete_gaussian":
+        if mode == "mixture":
+            raise ValueError("mode='mixture' is the scale mixture of (discrete) Laplace noise")
+        return "convolution", "mvnormal" if known else "convolution"
+    if mode == "mixture":
+        if not can_add_latent:
+            raise ValueError("mode='mixture' adds latent variables: use it inside a pm.Model")
+        return "mixture", "mvnormal" if known else "convolution"
+    if mode == "convolution":
+        return "convolution", "convolution"
+    # auto beyond the exact sum: the continuous Laplace rule, on the surrogate's scale
+    return resolve_mode(
+        "auto",
+        "laplace",
+        n_values,
+        k,
+        surrogate_scale(noise, scale),
+        censored=False,
+        max_states=-1,
+        can_add_latent=can_add_latent,
+    )
+
+
+def noise_variance(noise: str, scale: float) -> float:
+    """The variance of one cell's noise: σ², 2b², or the discrete laws' exact variances."""
+    if noise == "gaussian":
+        return scale**2
+    if noise == "laplace":
+        return 2.0 * scale**2
+    if noise == "discrete_gaussian":
+        return discrete_gaussian_variance(scale)
+    if noise == "discrete_laplace":
+        return discrete_laplace_variance(scale)
+    raise ValueError(f"unknown noise {noise!r}")
+
+
+def surrogate_scale(noise: str, scale: float) -> float:
+    """The scale of the continuous surrogate with the same variance (σ or b)."""
+    var = noise_variance(noise, scale)
+    return math.sqrt(var / 2.0) if noise in ("laplace", "discrete_laplace") else math.sqrt(var)
 
 
 def _batch_shape(*shapes: tuple | None) -> tuple | None:
@@ -479,6 +604,14 @@ class NoisyCounts(Distribution):
             shp = observed.type.shape
             obs_shape = shp if all(s is not None for s in shp) else None
         noise, scale = _noise_of(mechanism)
+        if (
+            noise in DISCRETE
+            and isinstance(observed, np.ndarray)
+            and (observed != np.round(observed)).any()
+        ):
+            raise ValueError(
+                f"observed has non-integer values but {type(mechanism).__name__} releases integers"
+            )
         _, n_values = _check_n(n)
         _, k, p_batch = _check_p(p)
         if release is not None and release.total is not None and n_values is not None:
@@ -519,7 +652,10 @@ class NoisyCounts(Distribution):
             if shape is None:
                 raise ValueError("mode='mixture' needs the shape of the release (observed=)")
             mixture_variance = pm.Exponential(
-                f"{name}_omega", scale=np.float64(2.0 * scale**2), shape=tuple(shape), model=model
+                f"{name}_omega",
+                scale=np.float64(noise_variance(noise, scale)),
+                shape=tuple(shape),
+                model=model,
             )
         return super().__new__(
             cls,
@@ -585,6 +721,12 @@ class NoisyCounts(Distribution):
         if user_mode == "mixture":
             op_noise = "gaussian"
             scale_t = pt.sqrt(pt.cast(mixture_variance, "float64"))
+        elif noise in DISCRETE and kind != "exact":
+            # Gaussian surrogate (discrete Gaussian) or Laplace surrogate (discrete Laplace) of
+            # the noise with its exact variance
+            op_noise = "gaussian" if noise == "discrete_gaussian" else "laplace"
+            sur = surrogate_scale(noise, scale)
+            scale_t = pt.constant(np.full(k if k is not None else 1, sur, dtype=np.float64))
         else:
             op_noise = noise
             scale_t = pt.constant(np.full(k if k is not None else 1, scale, dtype=np.float64))

@@ -2,20 +2,27 @@
 
 The curator's side of the noisy-sufficient-statistics path. A contingency table (or a batch of
 tables, e.g. the family table of a CPT: parent configurations × child states) is released once with
-additive Gaussian or Laplace noise. The accountant is charged *before* any noise is drawn, so that
-a refused release leaks nothing, and the result is a :class:`Release`: the noisy values together
-with everything an analyst needs to model them (mechanism, neighbouring relation, censoring flags,
-the ledger entry), serialisable to JSON so it can be published without the raw data.
+exactly sampled integer noise: the discrete Gaussian or discrete Laplace mechanism
+(:class:`~pymc_rdp.DiscreteGaussianMechanism`, :class:`~pymc_rdp.DiscreteLaplaceMechanism`;
+Canonne, Kamath & Steinke 2020). The continuous Gaussian and Laplace mechanisms are refused for
+count tables: floating-point noise added to an integer leaks it through its low-order bits
+(Mironov 2012, "On Significance of the Least Significant Bits for Differential Privacy"), and they
+stay available for non-integer statistics. The accountant is charged *before* any noise is drawn,
+so that a refused release leaks nothing, and the result is a :class:`Release`: the noisy values
+together with everything an analyst needs to model them (mechanism, neighbouring relation,
+censoring flags, the ledger entry), serialisable to JSON so it can be published without the raw
+data.
 
 Sensitivity of a count table
 ----------------------------
 Under *replace-one* neighbours one record moves from one cell to another: two cells change by 1,
 so Δ₁ = 2, Δ₂ = √2, Δ∞ = 1 — for a single table and equally for a whole batch of rows (the record
 may move between rows, still two cells). Under *add/remove* neighbours one cell changes by 1:
-Δ₁ = Δ₂ = Δ∞ = 1. A Gaussian mechanism's ``sensitivity`` is its ℓ2 sensitivity and a Laplace
-mechanism's its ℓ1 sensitivity; a mechanism calibrated for less than the table's sensitivity is
-refused (Mironov 2017, "Rényi Differential Privacy", Propositions 6–7: the RDP curve holds for
-queries of at most the stated sensitivity).
+Δ₁ = Δ₂ = Δ∞ = 1. A (discrete) Gaussian mechanism's ``sensitivity`` is its ℓ2 sensitivity and a
+(discrete) Laplace mechanism's its ℓ1 sensitivity; a mechanism calibrated for less than the
+table's sensitivity is refused (the RDP curves hold for queries of at most the stated
+sensitivity: Mironov 2017, "Rényi Differential Privacy", Propositions 6–7, and
+:mod:`pymc_rdp.rdp` for the discrete curves).
 """
 
 from __future__ import annotations
@@ -28,7 +35,14 @@ from typing import Any
 import numpy as np
 
 from ..accountant import Accountant
-from ..mechanisms import GaussianMechanism, LaplaceMechanism, Mechanism, mechanism_from_dict
+from ..mechanisms import (
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    Mechanism,
+    mechanism_from_dict,
+)
 
 __all__ = [
     "NEIGHBOURS",
@@ -76,9 +90,9 @@ def check_sensitivity(mechanism: Mechanism, neighbours: str) -> None:
 
     need = table_sensitivity(neighbours)
     tol = 1e-12
-    if isinstance(mechanism, GaussianMechanism):
+    if isinstance(mechanism, (GaussianMechanism, DiscreteGaussianMechanism)):
         checks = [("sensitivity (ℓ2)", mechanism.sensitivity, need["l2"])]
-    elif isinstance(mechanism, LaplaceMechanism):
+    elif isinstance(mechanism, (LaplaceMechanism, DiscreteLaplaceMechanism)):
         checks = [("sensitivity (ℓ1)", mechanism.sensitivity, need["l1"])]
     elif isinstance(mechanism, DirichletMechanism):
         checks = [
@@ -87,8 +101,9 @@ def check_sensitivity(mechanism: Mechanism, neighbours: str) -> None:
         ]
     else:
         raise TypeError(
-            "mechanism must be a GaussianMechanism, LaplaceMechanism or DirichletMechanism for a "
-            f"count table, got {type(mechanism).__name__}"
+            "mechanism must be a DiscreteGaussianMechanism, DiscreteLaplaceMechanism, "
+            "GaussianMechanism, LaplaceMechanism or DirichletMechanism for a count table, got "
+            f"{type(mechanism).__name__}"
         )
     for what, have, want in checks:
         if have < want * (1.0 - tol):
@@ -255,32 +270,38 @@ def privatize(
     tag: str,
     rng: Any = None,
     *,
+    noise_source: Any = None,
     neighbours: str = "replace-one",
     clamp: str | None = None,
     round: bool = False,
     group: Any = None,
     partition: Any = None,
 ) -> Release:
-    """Release a count table once with additive noise, charging the accountant first.
+    """Release a count table once with exact integer noise, charging the accountant first.
 
     Parameters
     ----------
     statistic : array_like
         Counts: non-negative whole numbers, shape (K,) or (rows, K).
-    mechanism : GaussianMechanism or LaplaceMechanism
+    mechanism : DiscreteGaussianMechanism or DiscreteLaplaceMechanism
         Its sensitivity must cover the table's under ``neighbours`` (Δ₂ = √2 / Δ₁ = 2 for
-        replace-one, 1 / 1 for add/remove).
+        replace-one, 1 / 1 for add/remove). A continuous ``GaussianMechanism`` or
+        ``LaplaceMechanism`` is refused (floating-point noise on counts leaks them, Mironov
+        2012): use the discrete mechanism of the same name, calibrated the same way.
     accountant : Accountant
         Charged with one use of ``mechanism`` *before* any noise is drawn.
     tag : str
         The label of the release in the ledger.
-    rng : None, int or numpy.random.Generator
-        Source of the noise (``None``: fresh entropy).
+    rng : None
+        Not used for privacy noise; anything but ``None`` is refused (pass ``noise_source``).
+    noise_source : NoiseSource, optional
+        Source of the noise: ``None`` for OS entropy (the private default);
+        :class:`~pymc_rdp.UnsafeNoiseSeed` for reproducible, non-private releases (tests).
     neighbours : {"replace-one", "add-remove"}
     clamp : {None, "zero"}
-        ``"zero"`` clamps the noisy values at 0 (post-processing; modelled as left-censoring).
+        Not supported with the discrete mechanisms (no likelihood models it); must be None.
     round : bool
-        Round the noisy values to integers (post-processing; modelled as interval-censoring).
+        A no-op: the released values are integers already (kept for compatibility).
     group, partition : optional
         Parallel-composition keys passed to :meth:`Accountant.spend`.
 
@@ -294,10 +315,28 @@ def privatize(
         The release would exceed the budget: nothing was drawn and the ledger is unchanged.
     """
     counts = check_count_table(statistic)
-    if not isinstance(mechanism, (GaussianMechanism, LaplaceMechanism)):
+    if isinstance(mechanism, (GaussianMechanism, LaplaceMechanism)):
+        alt = (
+            "DiscreteGaussianMechanism"
+            if isinstance(mechanism, GaussianMechanism)
+            else ("DiscreteLaplaceMechanism")
+        )
         raise TypeError(
-            "mechanism must be a GaussianMechanism or LaplaceMechanism (additive noise); "
-            "the Dirichlet mechanism releases through DirichletRelease and release()"
+            f"mechanism {type(mechanism).__name__} adds floating-point noise, which leaks integer "
+            f"counts through its low-order bits (Mironov 2012); release count tables with "
+            f"pmr.{alt} (same parameters and calibrate()). The continuous mechanisms are for "
+            "non-integer statistics"
+        )
+    if not isinstance(mechanism, (DiscreteGaussianMechanism, DiscreteLaplaceMechanism)):
+        raise TypeError(
+            "mechanism must be a DiscreteGaussianMechanism or DiscreteLaplaceMechanism (integer "
+            "noise on counts); the Dirichlet mechanism releases through DirichletRelease and "
+            f"release(), got {type(mechanism).__name__}"
+        )
+    if rng is not None:
+        raise TypeError(
+            "rng does not steer privacy noise; pass noise_source=None (OS entropy) or "
+            "noise_source=pmr.UnsafeNoiseSeed(seed) for reproducible, non-private noise"
         )
     if neighbours not in NEIGHBOURS:
         raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
@@ -308,19 +347,19 @@ def privatize(
         raise TypeError("tag must be a non-empty string")
     if clamp not in (None, "zero"):
         raise ValueError(f"clamp must be None or 'zero', got {clamp!r}")
+    if clamp is not None:
+        raise ValueError(
+            "clamp='zero' is not supported for the discrete mechanisms (their likelihood does "
+            "not model censoring); release the integer counts unclamped"
+        )
     if not isinstance(round, (bool, np.bool_)):
         raise TypeError(f"round must be a bool, got {round!r}")
-    from ..mechanisms.base import as_generator
+    from ..mechanisms import resolve_noise_source
 
-    gen = as_generator(rng)
+    source = resolve_noise_source(noise_source)
     # Charge first: a refusal raises here, before any noise exists.
     entry = accountant.spend(mechanism, count=1, tag=tag, group=group, partition=partition)
-    values = np.asarray(mechanism.release(counts, gen), dtype=np.float64)
-    if round:
-        values = np.round(values)
-    if clamp == "zero":
-        values = np.maximum(values, 0.0)
-    values = values + 0.0  # no negative zeros in the published table
+    values = np.asarray(mechanism.release(counts.astype(np.int64), source), dtype=np.float64)
     total = float(counts.sum()) if neighbours == "replace-one" else None
     return Release(
         values=values,
@@ -328,7 +367,7 @@ def privatize(
         tag=tag,
         neighbours=neighbours,
         entry=_entry_dict(entry),
-        clamped=clamp == "zero",
-        rounded=bool(round),
+        clamped=False,
+        rounded=False,
         total=total,
     )

@@ -31,7 +31,11 @@ Mechanisms
     Theorem 1 and Algorithm 1, through :class:`pymc_rdp.DirichletMechanism`). The released CPTs
     are the result; :attr:`BayesianNetwork.model` holds them as ``pm.Data``.
 ``"gaussian"`` / ``"laplace"``
-    The flattened family table plus noise. With ``noise_aware=True`` a PyMC model puts
+    The flattened family table plus exactly sampled integer noise: the discrete Gaussian or
+    discrete Laplace mechanism (:class:`pymc_rdp.DiscreteGaussianMechanism`,
+    :class:`pymc_rdp.DiscreteLaplaceMechanism`, calibrated with their own RDP curves; the ledger
+    records ``discrete_gaussian`` / ``discrete_laplace``). Floating-point noise is never added to
+    counts (Mironov 2012). With ``noise_aware=True`` a PyMC model puts
     ``Dirichlet(alpha0)`` priors on every CPT row and observes each release through
     :class:`pymc_rdp.NoisyCounts` with the latent true counts marginalised. With
     ``noise_aware=False`` the CPTs are the paper's naive baseline: noisy counts clipped at 1e-6
@@ -414,17 +418,22 @@ class BayesianNetwork:
     ) -> Any:
         """The per-family mechanism: ε/K at λ, or the least common noise meeting (ε, δ)."""
         from .. import rdp
-        from ..mechanisms import DirichletMechanism, GaussianMechanism, LaplaceMechanism
+        from ..mechanisms import (
+            DirichletMechanism,
+            DiscreteGaussianMechanism,
+            DiscreteLaplaceMechanism,
+        )
 
         k = self.structure.n_families
         d1, d2, dinf = _SENSITIVITY[neighbours]
         orders = np.asarray(getattr(acc, "orders", rdp.DEFAULT_ORDERS), dtype=np.float64)
         if order is not None:
             eps_f = epsilon / k * (1.0 - _MARGIN)
+            # count tables get exactly sampled integer noise (the discrete mechanisms)
             if mechanism == "gaussian":
-                return GaussianMechanism.calibrate(eps_f, order=order, sensitivity=d2)
+                return DiscreteGaussianMechanism.calibrate(eps_f, order=order, sensitivity=d2)
             if mechanism == "laplace":
-                return LaplaceMechanism.calibrate(eps_f, order=order, sensitivity=d1)
+                return DiscreteLaplaceMechanism.calibrate(eps_f, order=order, sensitivity=d1)
             return DirichletMechanism.calibrate(eps_f, order, d2, dinf, alpha0=alpha0)
         eps_t = epsilon * (1.0 - _MARGIN)
 
@@ -432,12 +441,14 @@ class BayesianNetwork:
             return bool(rdp.to_dp(orders, k * curve, delta)[0] <= eps_t)
 
         if mechanism == "gaussian":
-            # K Gaussians with ℓ2 sensitivity Δ₂ compose into one with sensitivity Δ₂√K
-            sigma = _least(lambda s: meets(rdp.gaussian(orders, s, d2)), d2 * math.sqrt(k) / eps_t)
-            return GaussianMechanism(sigma, d2)
+            # K discrete Gaussians with ℓ2 sensitivity Δ₂ compose into one with Δ₂√K
+            sigma = _least(
+                lambda s: meets(rdp.discrete_gaussian(orders, s, d2)), d2 * math.sqrt(k) / eps_t
+            )
+            return DiscreteGaussianMechanism(sigma, d2)
         if mechanism == "laplace":
-            scale = _least(lambda b: meets(rdp.laplace(orders, b, d1)), d1 * k / eps_t)
-            return LaplaceMechanism(scale, d1)
+            scale = _least(lambda b: meets(rdp.discrete_laplace(orders, b, d1)), d1 * k / eps_t)
+            return DiscreteLaplaceMechanism(scale, d1)
         from ..budget import calibrate_dirichlet
 
         return calibrate_dirichlet(
@@ -784,7 +795,8 @@ def _privatize(
 ) -> Any:
     from ..distributions import privatize
 
-    return privatize(statistic, mech, acc, tag, rng, neighbours=neighbours)
+    # the discrete mechanisms draw their integer noise from OS entropy, never from random_state
+    return privatize(statistic, mech, acc, tag, neighbours=neighbours)
 
 
 def _release_values(release: Any) -> np.ndarray:

@@ -26,6 +26,10 @@ joint for small networks, a min-fill junction tree with carried messages beyond)
 uses a Cholesky factor of the covariance; no jitter is added: the noise variance ``σ² > 0`` makes
 the covariance positive definite (``Q(diag p − ppᵀ)Qᵀ`` is positive semi-definite).
 
+Releases of the discrete mechanisms (the default for count tables) enter with the exact variance
+of their integer noise: the discrete Gaussian as Gaussian noise of that variance, the discrete
+Laplace as the Laplace scale mixture below with ``E ω_k`` equal to it.
+
 Laplace noise is not moment-matched (see the design notes): each cell's Laplace noise of scale
 ``b`` is written as the scale mixture ``w_k | ω_k ~ N(0, ω_k)``, ``ω_k ~ Exponential(mean 2b²)``
 (Andrews & Mallows 1974; used for private inference by Bernstein & Sheldon 2018) with ``ω``
@@ -738,6 +742,14 @@ def _release_scale(release: Any, noise: str | None, scale: Any) -> tuple[str, fl
             return "gaussian", float(mech.sigma)
         if name == "laplace":
             return "laplace", float(mech.scale)
+        if name in ("discrete_gaussian", "discrete_laplace"):
+            # integer noise: its continuous surrogate with the exact variance (the discrete
+            # Gaussian's by summation; the discrete Laplace's 2r/(1 − r)² as the Laplace scale
+            # √(var/2), i.e. the mixing variances ω ~ Exponential(mean var))
+            var = float(mech.variance())
+            if name == "discrete_gaussian":
+                return "gaussian", math.sqrt(var)
+            return "laplace", math.sqrt(var / 2.0)
         raise TypeError(f"a release of mechanism {name!r} has no additive-noise likelihood")
     if noise not in ("gaussian", "laplace") or scale is None:
         raise ValueError("plain arrays need noise='gaussian' or 'laplace' and its scale (σ or b)")

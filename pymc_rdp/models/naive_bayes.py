@@ -10,8 +10,11 @@ Minimization", TMLR 2023, Section 6):
 - ``"dirichlet"``: each table row is replaced by one exact draw
   :math:`\tilde\theta \sim \mathrm{Dirichlet}(r\,n + \alpha)` of the Dirichlet mechanism, calibrated
   with :meth:`~pymc_rdp.mechanisms.DirichletMechanism.calibrate`;
-- ``"gaussian"`` / ``"laplace"``: noise is added to the counts, which are then clipped at 1e-6
-  and normalised per row (the paper's baselines);
+- ``"gaussian"`` / ``"laplace"``: exactly sampled integer noise is added to the counts (the
+  discrete Gaussian / discrete Laplace mechanism, :class:`~pymc_rdp.DiscreteGaussianMechanism`,
+  :class:`~pymc_rdp.DiscreteLaplaceMechanism`, recorded as ``discrete_gaussian`` /
+  ``discrete_laplace``; floating-point noise on counts would leak them, Mironov 2012), which are
+  then clipped at 1e-6 and normalised per row (the paper's baselines);
 - ``"none"``: maximum likelihood with additive smoothing (not private).
 
 Sensitivities (count tables). With *replace-one* neighbours a record moves from one cell to
@@ -26,8 +29,9 @@ compose in parallel and are recorded as one accountant group with the class as p
 replace-one neighbours a record that changes class alters two rows by one count each (an
 add/remove change in each); the sum of those two per-row losses is at most the loss of a
 replace-one change in one row (equal for the Gaussian and Dirichlet bounds, which depend on
-Δ₂² = 1 + 1; the Laplace curve ε(λ; t) is convex in t = Δ₁/b with ε(λ; 0) = 0, so
-2 ε(λ; t) ≤ ε(λ; 2t)), so the per-row curve with the replace-one sensitivities bounds the table.
+Δ₂² = 1 + 1; the discrete Laplace curve at Δ₁ = 2 is by construction the worst case over
+integer shifts of ℓ1 norm 2, two unit shifts included, :func:`pymc_rdp.rdp.discrete_laplace`),
+so the per-row curve with the replace-one sensitivities bounds the table.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ from .. import rdp as _rdp
 from ..accountant import Accountant, BudgetExceededError
 from ..mechanisms import (
     DirichletMechanism,
-    GaussianMechanism,
-    LaplaceMechanism,
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
     Mechanism,
 )
 
@@ -383,7 +387,12 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
                 accountant.spend_batch(
                     [mech] * n_classes, tags=[tag] * n_classes, group=tag, partitions=partitions
                 )
-            out = np.asarray(mech.release(table, rng), dtype=np.float64)
+            # integer noise of the discrete mechanisms comes from OS entropy, never random_state
+            if self.mechanism == "dirichlet":
+                drawn = mech.release(table, rng)
+            else:
+                drawn = mech.release(table)
+            out = np.asarray(drawn, dtype=np.float64)
             self.releases_[tag] = out
             released.append(self._to_probabilities(out))
         self.class_log_prior_ = np.log(released[0])
@@ -416,9 +425,9 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         if delta is None:
             eps_t = eps / n_tables * (1.0 - _MARGIN)
             if self.mechanism == "gaussian":
-                return GaussianMechanism.calibrate(eps_t, order=lam, sensitivity=d2)
+                return DiscreteGaussianMechanism.calibrate(eps_t, order=lam, sensitivity=d2)
             if self.mechanism == "laplace":
-                return LaplaceMechanism.calibrate(eps_t, order=lam, sensitivity=d1)
+                return DiscreteLaplaceMechanism.calibrate(eps_t, order=lam, sensitivity=d1)
             return DirichletMechanism.calibrate(eps_t, lam, d2, dinf, alpha0=self._alpha0)
 
         target = eps * (1.0 - _MARGIN)
@@ -429,14 +438,18 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
 
         if self.mechanism == "gaussian":
             sigma = _log_bisect(
-                lambda s: composed_ok(GaussianMechanism(s, d2)), d2 / eps, feasible_above=True
+                lambda s: composed_ok(DiscreteGaussianMechanism(s, d2)),
+                d2 / eps,
+                feasible_above=True,
             )
-            return GaussianMechanism(sigma, d2)
+            return DiscreteGaussianMechanism(sigma, d2)
         if self.mechanism == "laplace":
             scale = _log_bisect(
-                lambda b: composed_ok(LaplaceMechanism(b, d1)), d1 / eps, feasible_above=True
+                lambda b: composed_ok(DiscreteLaplaceMechanism(b, d1)),
+                d1 / eps,
+                feasible_above=True,
             )
-            return LaplaceMechanism(scale, d1)
+            return DiscreteLaplaceMechanism(scale, d1)
 
         def build(e: float) -> Mechanism:
             return DirichletMechanism.calibrate(e, lam, d2, dinf, alpha0=self._alpha0)
