@@ -12,86 +12,133 @@ import pymc_rdp.distributions as D
 from pymc_rdp.accountant import Accountant, BudgetExceededError
 from pymc_rdp.mechanisms import (
     DirichletMechanism,
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
     GaussianMechanism,
     LaplaceMechanism,
+    NoiseSource,
     RandomizedResponse,
+    UnsafeNoiseSeed,
 )
 
-LAP = LaplaceMechanism(scale=3.0, sensitivity=2.0)
-GAU = GaussianMechanism(sigma=2.0, sensitivity=math.sqrt(2.0))
+LAP = DiscreteLaplaceMechanism(scale=3.0, sensitivity=2.0)
+GAU = DiscreteGaussianMechanism(sigma=2.0, sensitivity=math.sqrt(2.0))
 COUNTS = np.array([5, 0, 12, 3])
+
+
+class CountingNoise(NoiseSource):
+    """A reproducible source that counts the bits it hands out."""
+
+    secure = False
+
+    def __init__(self, seed: int) -> None:
+        self._inner = UnsafeNoiseSeed(seed)
+        self.bits = 0
+
+    def randbits(self, k: int) -> int:
+        self.bits += k
+        return self._inner.randbits(k)
 
 
 def test_privatize_charges_once_and_records_the_entry():
     acc = Accountant()
-    rel = D.privatize(COUNTS, LAP, acc, "table", rng=1)
+    rel = D.privatize(COUNTS, LAP, acc, "table", noise_source=UnsafeNoiseSeed(1))
     assert len(acc.ledger) == 1
     entry = acc.ledger[0]
-    assert entry.tag == "table" and entry.count == 1 and entry.mechanism == "laplace"
+    assert entry.tag == "table" and entry.count == 1 and entry.mechanism == "discrete_laplace"
     np.testing.assert_allclose(acc.rdp(), LAP.rdp(acc.orders), rtol=1e-12)
     assert rel.entry == entry.to_dict() | {"index": 0} or rel.entry == entry.to_dict()
     assert rel.mechanism == LAP and rel.tag == "table" and rel.neighbours == "replace-one"
     assert rel.values.shape == (4,) and rel.values.dtype == np.float64
+    assert (rel.values == np.round(rel.values)).all()  # integers: no floating-point artefacts
     assert not rel.values.flags.writeable
     assert rel.total == 20.0
 
 
 def test_noise_has_the_mechanism_distribution():
     acc = Accountant()
-    rng = np.random.default_rng(3)
+    src = UnsafeNoiseSeed(3)
     lap = np.concatenate(
-        [D.privatize(COUNTS, LAP, acc, "l", rng=rng).values - COUNTS for _ in range(300)]
+        [D.privatize(COUNTS, LAP, acc, "l", noise_source=src).values - COUNTS for _ in range(500)]
     )
     gau = np.concatenate(
-        [D.privatize(COUNTS, GAU, acc, "g", rng=rng).values - COUNTS for _ in range(300)]
+        [D.privatize(COUNTS, GAU, acc, "g", noise_source=src).values - COUNTS for _ in range(500)]
     )
-    assert stats.kstest(lap, stats.laplace(scale=3.0).cdf).pvalue > 1e-3
-    assert stats.kstest(gau, stats.norm(scale=2.0).cdf).pvalue > 1e-3
-    assert len(acc.ledger) == 600
+    assert len(acc.ledger) == 1000
+    # χ² against the exact pmfs, cells |x| < 6 and the two tails
+    x = np.arange(-30, 31)
+    for draws, logq in (
+        (lap, -np.abs(x) / 3.0),
+        (gau, -(x**2) / (2.0 * 2.0**2)),
+    ):
+        q = np.exp(logq) / np.exp(logq).sum()
+        inner = np.abs(x) < 6
+        expected = np.concatenate([[q[x <= -6].sum()], q[inner], [q[x >= 6].sum()]])
+        observed = np.concatenate(
+            [[(draws <= -6).sum()], [(draws == v).sum() for v in x[inner]], [(draws >= 6).sum()]]
+        )
+        assert stats.chisquare(observed, expected * draws.size).pvalue > 1e-4
 
 
 def test_over_budget_refused_before_any_noise_is_drawn():
     acc = Accountant.at_order(0.5, 2.0)
-    rng = np.random.default_rng(0)
-    D.privatize(COUNTS, LaplaceMechanism(20.0, 2.0), acc, "cheap", rng=rng)
+    src = CountingNoise(0)
+    D.privatize(COUNTS, DiscreteLaplaceMechanism(20.0, 2.0), acc, "cheap", noise_source=src)
     ledger_before = acc.to_json()
-    rng_before = rng.bit_generator.state
+    bits_before = src.bits
+    assert bits_before > 0
     with pytest.raises(BudgetExceededError):
-        D.privatize(COUNTS, LaplaceMechanism(0.1, 2.0), acc, "expensive", rng=rng)
+        D.privatize(COUNTS, DiscreteLaplaceMechanism(0.1, 2.0), acc, "expensive", noise_source=src)
     assert acc.to_json() == ledger_before
-    assert rng.bit_generator.state == rng_before  # nothing was drawn
+    assert src.bits == bits_before  # nothing was drawn
 
 
-def test_clamp_and_round_flags():
+def test_round_is_a_no_op_and_clamp_is_refused_for_discrete_noise():
     acc = Accountant()
-    rel = D.privatize(COUNTS, LAP, acc, "t", rng=2, clamp="zero", round=True)
-    assert rel.clamped and rel.rounded
-    assert (rel.values >= 0).all() and (rel.values == np.round(rel.values)).all()
-    assert not np.signbit(rel.values).any()
+    rel = D.privatize(COUNTS, LAP, acc, "t", noise_source=UnsafeNoiseSeed(2), round=True)
+    assert not rel.clamped and not rel.rounded  # integers already: no interval censoring
+    assert (rel.values == np.round(rel.values)).all()
+    assert not np.signbit(rel.values[rel.values == 0]).any()  # no negative zeros
+    with pytest.raises(ValueError, match="clamp='zero' is not supported"):
+        D.privatize(COUNTS, LAP, acc, "c", clamp="zero")
+    assert len(acc.ledger) == 1
+
+
+def test_continuous_mechanisms_refused_for_count_tables_and_nothing_charged():
+    acc = Accountant()
+    with pytest.raises(TypeError, match="DiscreteGaussianMechanism"):
+        D.privatize(COUNTS, GaussianMechanism(2.0, math.sqrt(2.0)), acc, "g")
+    with pytest.raises(TypeError, match="DiscreteLaplaceMechanism"):
+        D.privatize(COUNTS, LaplaceMechanism(3.0, 2.0), acc, "l")
+    with pytest.raises(TypeError, match="rng does not steer privacy noise"):
+        D.privatize(COUNTS, LAP, acc, "r", rng=1)
+    with pytest.raises(TypeError, match="noise_source must be None"):
+        D.privatize(COUNTS, LAP, acc, "s", noise_source=1)
+    assert len(acc.ledger) == 0
 
 
 def test_batch_of_rows_and_add_remove():
     acc = Accountant()
     cpt = np.array([[1, 2, 3], [4, 0, 6]])
-    rel = D.privatize(cpt, LaplaceMechanism(1.0, 1.0), acc, "cpt", rng=0, neighbours="add-remove")
+    rel = D.privatize(cpt, DiscreteLaplaceMechanism(1.0, 1.0), acc, "cpt", neighbours="add-remove")
     assert rel.values.shape == (2, 3)
     assert rel.neighbours == "add-remove" and rel.total is None  # N is private under add/remove
 
 
 def test_json_round_trip_is_exact_and_never_renoised():
     acc = Accountant()
-    rel = D.privatize(np.array([[2, 5], [7, 1]]), GAU, acc, "rows", rng=4, round=True)
+    rel = D.privatize(np.array([[2, 5], [7, 1]]), GAU, acc, "rows")
     text = rel.to_json()
     back = D.Release.from_json(text)
     assert back == rel
     assert back.to_json() == text
     np.testing.assert_array_equal(back.values, rel.values)
-    assert back.mechanism == GAU and back.rounded and not back.clamped
+    assert back.mechanism == GAU and not back.rounded and not back.clamped
     assert len(acc.ledger) == 1  # rebuilding charged nothing
 
 
 def test_release_from_json_errors():
-    rel = D.privatize(COUNTS, LAP, Accountant(), "t", rng=0)
+    rel = D.privatize(COUNTS, LAP, Accountant(), "t")
     d = rel.to_dict()
     with pytest.raises(ValueError, match="not a release"):
         D.Release.from_dict({**d, "format": "other"})
@@ -120,7 +167,7 @@ def test_release_from_json_errors():
 def test_bad_statistic(statistic, exc, match):
     acc = Accountant()
     with pytest.raises(exc, match=match):
-        D.privatize(statistic, LAP, acc, "t", rng=0)
+        D.privatize(statistic, LAP, acc, "t")
     assert len(acc.ledger) == 0
 
 
@@ -134,13 +181,13 @@ def test_sensitivities_per_neighbouring_relation():
 def test_mechanism_not_matching_the_table_refused_and_nothing_charged():
     acc = Accountant()
     with pytest.raises(ValueError, match="below the sensitivity 2 of a count table"):
-        D.privatize(COUNTS, LaplaceMechanism(3.0, 1.0), acc, "t", rng=0)
+        D.privatize(COUNTS, DiscreteLaplaceMechanism(3.0, 1.0), acc, "t")
     with pytest.raises(ValueError, match=r"below the sensitivity 1\.41421"):
-        D.privatize(COUNTS, GaussianMechanism(3.0, 1.0), acc, "t", rng=0)
-    with pytest.raises(TypeError, match="GaussianMechanism or LaplaceMechanism"):
-        D.privatize(COUNTS, RandomizedResponse(0.8), acc, "t", rng=0)
+        D.privatize(COUNTS, DiscreteGaussianMechanism(3.0, 1.0), acc, "t")
+    with pytest.raises(TypeError, match="DiscreteGaussianMechanism or DiscreteLaplaceMechanism"):
+        D.privatize(COUNTS, RandomizedResponse(0.8), acc, "t")
     with pytest.raises(TypeError, match="DirichletRelease"):
-        D.privatize(COUNTS, DirichletMechanism(1.0, 5.0, 2**0.5, 1.0), acc, "t", rng=0)
+        D.privatize(COUNTS, DirichletMechanism(1.0, 5.0, 2**0.5, 1.0), acc, "t")
     assert len(acc.ledger) == 0
 
 
