@@ -238,11 +238,7 @@ def test_budget_at_order(toy: pd.DataFrame, mechanism: str, neighbours: str) -> 
         assert mech.sensitivity == pytest.approx(d2)
     elif mechanism == "laplace":
         d1 = 2.0 if neighbours == "replace-one" else 1.0
-        t = d1 / mech.scale
-        per = math.log(
-            lam / (2 * lam - 1) * math.exp((lam - 1) * t)
-            + (lam - 1) / (2 * lam - 1) * math.exp(-lam * t)
-        ) / (lam - 1)
+        per = float(rdp.discrete_laplace(lam, mech.scale, d1))  # the discrete curve
     else:
         d2 = math.sqrt(2.0) if neighbours == "replace-one" else 1.0
         per = float(rdp.dirichlet(lam, mech.r, np.min(mech.alpha), d2, 1.0))
@@ -473,7 +469,7 @@ def test_noise_aware_gaussian_posterior(toy: pd.DataFrame) -> None:
         _ = bn.cpts
     nodes = ledger(bn.model)
     assert [r["name"] for r in nodes] == ["a_release", "b_release", "c_release"]
-    assert all(r["observed"] and r["mechanism"]["name"] == "gaussian" for r in nodes)
+    assert all(r["observed"] and r["mechanism"]["name"] == "discrete_gaussian" for r in nodes)
     # roots keep their CPT; a family with parents samples its whole table, the CPT derived
     assert [v.name for v in bn.model.free_RVs] == ["a_cpt", "b_family", "c_family"]
     assert [v.name for v in bn.model.deterministics] == ["b_cpt", "c_cpt"]

@@ -262,8 +262,9 @@ def test_demo_gaussian_uses_the_naive_baseline_for_large_tables(tmp_path, capsys
     doc = json.loads((out / "releases.json").read_text())
     fam = next(f for f in doc["families"] if f["node"] == "occupation")
     rel = fam["release"]  # the noisy counts with their mechanism, as published
-    assert rel["mechanism"]["name"] == "gaussian"
+    assert rel["mechanism"]["name"] == "discrete_gaussian"
     assert np.asarray(rel["values"]).size == 4800
+    assert (np.asarray(rel["values"]) == np.round(rel["values"])).all()  # integers
     acc = Accountant.from_json((out / "ledger.json").read_text())
     assert float(acc.rdp([5.0])[0]) <= 2.0
     entry = next(e for e in acc.ledger if e.tag == rel["tag"])

@@ -19,14 +19,19 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from pymc_rdp import datasets, rdp
 from pymc_rdp.accountant import Accountant, BudgetExceededError
-from pymc_rdp.mechanisms import DirichletMechanism, GaussianMechanism, LaplaceMechanism
+from pymc_rdp.mechanisms import (
+    DirichletMechanism,
+    DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
+    GaussianMechanism,
+)
 from pymc_rdp.models.naive_bayes import NaiveBayes
 
 PRIVATE = ["dirichlet", "gaussian", "laplace"]
 MECHANISM_CLASS = {
     "dirichlet": DirichletMechanism,
-    "gaussian": GaussianMechanism,
-    "laplace": LaplaceMechanism,
+    "gaussian": DiscreteGaussianMechanism,
+    "laplace": DiscreteLaplaceMechanism,
 }
 
 
@@ -165,10 +170,10 @@ def test_budget_at_order(
     mech = model.mechanism_
     d1, d2, dinf = (2.0, math.sqrt(2.0), 1.0) if neighbours == "replace-one" else (1.0, 1.0, 1.0)
     if mechanism == "gaussian":
-        one = rdp.gaussian(5.0, mech.sigma, d2)
+        one = rdp.discrete_gaussian(5.0, mech.sigma, d2)
         assert mech.sensitivity == d2
     elif mechanism == "laplace":
-        one = rdp.laplace(5.0, mech.scale, d1)
+        one = rdp.discrete_laplace(5.0, mech.scale, d1)
         assert mech.sensitivity == d1
     else:
         one = rdp.dirichlet(5.0, mech.r, mech.alpha, d2, dinf)
@@ -254,13 +259,13 @@ def test_over_budget_refused_before_any_release(
     acc.spend(GaussianMechanism(sigma=3.0), tag="earlier")
     before = acc.to_json()
     calls: list[int] = []
-    original = GaussianMechanism.release
+    original = DiscreteGaussianMechanism.release
 
-    def spy(self: GaussianMechanism, value: object, rng: object = None) -> np.ndarray:
+    def spy(self: DiscreteGaussianMechanism, value: object, rng: object = None) -> np.ndarray:
         calls.append(1)
         return original(self, value, rng)
 
-    monkeypatch.setattr(GaussianMechanism, "release", spy)
+    monkeypatch.setattr(DiscreteGaussianMechanism, "release", spy)
     model = NaiveBayes(mechanism="gaussian", epsilon=1.0, accountant=acc, random_state=0)
     with pytest.raises(BudgetExceededError, match="cannot afford"):
         model.fit(X, y)
