@@ -33,7 +33,7 @@ import pymc as pm
 
 import pymc_rdp.distributions as pmr
 from pymc_rdp.accountant import Accountant
-from pymc_rdp.mechanisms import LaplaceMechanism
+from pymc_rdp.mechanisms import DiscreteLaplaceMechanism
 
 AGES = ["18-34", "35-59", "60+"]
 SMOKING = ["yes", "no"]
@@ -49,13 +49,12 @@ def curator(out: Path, seed: int) -> tuple[Path, Accountant]:
     np.add.at(table, (age, np.where(smokes, 0, 1)), 1)
 
     accountant = Accountant(budget=(2.0, 1e-6))
-    mechanism = LaplaceMechanism.calibrate(1.0, order=float("inf"), sensitivity=2.0)
-    release = pmr.privatize(
-        table, mechanism, accountant, "age x smoking", rng=rng, clamp="zero", round=True
-    )
+    # exactly sampled integer noise (the discrete Laplace mechanism): pure ε = 1
+    mechanism = DiscreteLaplaceMechanism.calibrate(1.0, order=float("inf"), sensitivity=2.0)
+    release = pmr.privatize(table, mechanism, accountant, "age x smoking")
     path = out / "release.json"
     path.write_text(release.to_json())
-    print(f"true table:\n{table}\nreleased table (Laplace b = {mechanism.scale:g}):")
+    print(f"true table:\n{table}\nreleased table (discrete Laplace t = {mechanism.scale:g}):")
     print(release.values)
     return path, accountant
 
