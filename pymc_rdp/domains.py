@@ -51,7 +51,7 @@ MAX_STATES = 100
 MIN_ID_VALUES = 20
 
 _BIN_ADVICE = (
-    "bin it with public cut points (a schema entry {\"cuts\": [...]}, or "
+    'bin it with public cut points (a schema entry {"cuts": [...]}, or '
     "pymc_rdp.domains.bin_column(values, cuts)), or estimate cut points privately with "
     "pymc_rdp.private_bins(values, n_bins, lower, upper, epsilon=..., accountant=...), then "
     "declare the bins as its states"
@@ -97,12 +97,13 @@ def check_states(
     if known is not None:
         unknown = [k for k in states if k not in known]
         if unknown:
-            raise ValueError(f"{name}: {unknown} are not columns/nodes of the model ({list(known)})")
+            raise ValueError(
+                f"{name}: {unknown} are not nodes (columns) of the model {list(known)}"
+            )
     for col, vals in states.items():
         if isinstance(vals, (str, bytes)) or not isinstance(vals, (list, tuple, np.ndarray)):
             raise TypeError(
-                f"{name}[{col!r}] must be a list of states, got {type(vals).__name__} "
-                f"({vals!r})"
+                f"{name}[{col!r}] must be a list of states, got {type(vals).__name__} ({vals!r})"
             )
         vals = [_py(v) for v in vals]
         if not vals:
@@ -393,6 +394,8 @@ def apply_schema(
         if col not in out.columns:
             continue
         if "cuts" in entry:
-            out[col] = bin_column(out[col], entry["cuts"], entry.get("atoms", ()), f"{name}[{col!r}]")
+            out[col] = bin_column(
+                out[col], entry["cuts"], entry.get("atoms", ()), f"{name}[{col!r}]"
+            )
         states[col] = list(entry["states"])
     return out, states

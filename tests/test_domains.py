@@ -114,7 +114,7 @@ def test_float_and_id_columns_refused_even_with_opt_in(column, match: str) -> No
 @pytest.mark.parametrize(
     ("states", "error", "match"),
     [
-        ({"zz": [1, 2]}, ValueError, r"states: \['zz'\] are not columns/nodes"),
+        ({"zz": [1, 2]}, ValueError, r"states: \['zz'\] are not nodes"),
         ({"a": ["x", "x"]}, ValueError, r"states\['a'\] lists the state 'x' twice"),
         ({"a": "xy"}, TypeError, r"states\['a'\] must be a list of states"),
         ({"a": 3}, TypeError, r"states\['a'\] must be a list of states"),
