@@ -181,3 +181,16 @@ def test_load_schema_json_and_yaml(tmp_path) -> None:
         domains.load_schema(tmp_path / "bad.yaml")
     with pytest.raises(FileNotFoundError):
         domains.load_schema(tmp_path / "none.json")
+
+
+def test_per_node_from_data_opt_in() -> None:
+    d, _ = _pair()
+    acc = pmr.Accountant.at_order(1.0, 5.0)
+    bn = BayesianNetwork(STRUCTURE, states={"a": ["x", "y"], "b": "from-data"})
+    bn.fit(d, accountant=acc, **KW)
+    (decl,) = acc.declarations
+    assert "the states of b were read" in decl["detail"]
+    with pytest.raises(ValueError, match=r"no declared states for the node\(s\) \['b'\]"):
+        BayesianNetwork(STRUCTURE, states={"a": ["x", "y"]}).fit(d, **KW)
+    with pytest.raises(ValueError, match=r"states: \['q'\] are not nodes"):
+        BayesianNetwork(STRUCTURE, states={"q": "from-data"})

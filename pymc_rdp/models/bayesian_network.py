@@ -145,8 +145,8 @@ class BayesianNetwork:
         state names are used for the nodes it covers). States never observed are kept as zero
         counts, so the released tables' shapes are fixed by the declaration, and a value outside
         a node's states is refused at fit time (nothing released or charged). Every node needs
-        declared states for a private fit. ``"from-data"`` is the explicit opt-in to read the
-        undeclared nodes' states from the records (:func:`pymc_rdp.domains.states_from_data`:
+        declared states for a private fit. ``"from-data"`` (for all undeclared nodes, or as the
+        value of one node) is the explicit opt-in to read states from the records (:func:`pymc_rdp.domains.states_from_data`:
         float, identifier and high-cardinality columns are still refused); the ledger then
         records ``states_from_data`` as outside the guarantee. ``mechanism="none"`` (no privacy)
         reads undeclared states from the data.
@@ -173,10 +173,20 @@ class BayesianNetwork:
         self.structure, model_states = parse_structure(structure)
         given: dict[str, list[Hashable]] = dict(model_states or {})
         self._states_from_data = isinstance(states, str) and states == FROM_DATA
+        self._from_data_nodes: set[str] = set()
         if states is not None and not self._states_from_data:
             if isinstance(states, str):
                 raise ValueError(f"states must be a dict or {FROM_DATA!r}, got {states!r}")
+            if isinstance(states, Mapping):  # per-node opt-in: {node: "from-data"}
+                opted = {k for k, v in states.items() if isinstance(v, str) and v == FROM_DATA}
+                states = {k: v for k, v in states.items() if k not in opted}
+                self._from_data_nodes = opted
             given.update(check_states(states, known=list(self.structure.parents)))
+            unknown = sorted(self._from_data_nodes - set(self.structure.parents))
+            if unknown:
+                raise ValueError(f"states: {unknown} are not nodes of the structure")
+            for v in self._from_data_nodes:
+                given.pop(v, None)
         self._given_states = given
         self._reset()
 
@@ -415,9 +425,10 @@ class BayesianNetwork:
         missing = [v for v in self.nodes if v not in self._given_states]
         if mechanism == "none":  # no privacy: undeclared states come from the data
             return infer_states(sub, self.nodes, self._given_states), []
-        if missing and not self._states_from_data:
+        refused = [v for v in missing if v not in self._from_data_nodes]
+        if refused and not self._states_from_data:
             raise ValueError(
-                f"states: no declared states for the node(s) {missing}. Pass "
+                f"states: no declared states for the node(s) {refused}. Pass "
                 "states={node: [states, ...]} (the public domain; bin numeric columns with "
                 "public cut points or pmr.private_bins), or states='from-data' to read them "
                 "from the records, which the ledger flags as outside the privacy guarantee"
