@@ -1216,7 +1216,6 @@ def _cmd_demo(args: argparse.Namespace) -> None:
     progress = _Progress(7, args.quiet)
     done = progress.step("loading the bundled Adult data (UCI, Becker & Kohavi 1996)")
     from . import datasets
-
     from .domains import parse_schema
 
     train_full = datasets.adult_public("train")
