@@ -146,7 +146,8 @@ def states_from_data(
             vals = list(series.cat.categories)
         else:
             present = series.dropna()
-            if pd.api.types.is_float_dtype(present.dtype):
+            kind = pd.api.types.infer_dtype(present, skipna=True)
+            if kind in ("floating", "mixed-integer-float", "decimal"):
                 arr = present.to_numpy(dtype=np.float64)
                 if not np.all(np.isfinite(arr) & (arr == np.round(arr))):
                     raise ValueError(
@@ -169,7 +170,7 @@ def states_from_data(
                 f"for a domain read from the data; {_BIN_ADVICE}"
             )
         if not vals:
-            raise ValueError(f"{name}: column {col!r} has no value to read states from")
+            raise ValueError(f"{name}: column {col!r} has no observed state (all missing)")
         out[col] = [_py(v) for v in vals]
     return out
 
