@@ -5,7 +5,7 @@ Three sub-commands:
 ``pymc-rdp demo``
     The bundled Adult data and the Adult network of Ponnoprat (TMLR 2023): private release of the
     family tables, posterior sampling, figures and a plain-words report.
-``pymc-rdp fit DATA --structure FILE``
+``pymc-rdp fit DATA --structure FILE [--schema FILE]``
     The same for a table of your own (CSV or Parquet) and a network given as JSON
     (``{child: [parents]}``) or a BIF file.
 ``pymc-rdp ledger FILE``
@@ -108,7 +108,7 @@ def _seed(text: str) -> int:
 _MAIN_EPILOG = """\
 examples:
   pymc-rdp demo                                   # Adult data, ε = 1 at δ = 1e-6, Dirichlet
-  pymc-rdp fit records.csv --structure dag.json --epsilon 1 --delta 1e-6 --out result
+  pymc-rdp fit records.csv --structure dag.json --schema schema.yaml --epsilon 1 --out result
   pymc-rdp ledger result/posterior.nc --delta 1e-8
 
 Set PYMC_RDP_DEBUG=1 to see full tracebacks.
@@ -125,7 +125,7 @@ writes OUT/posterior.nc, OUT/ledger.json, OUT/releases.json, OUT/figures/*.png, 
 
 _FIT_EPILOG = """\
 examples:
-  pymc-rdp fit records.csv --structure dag.json --epsilon 1 --delta 1e-6 --out result
+  pymc-rdp fit records.csv --structure dag.json --schema schema.yaml --epsilon 1 --out result
   pymc-rdp fit records.parquet --structure asia.bif --mechanism gaussian \\
       --epsilon 2 --order 8 --test holdout.csv --out result
 
