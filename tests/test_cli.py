@@ -361,17 +361,19 @@ def test_fit_schema_cuts_bin_a_numeric_column(tmp_path):
     assert fam["sick"]["states"] == ["False", "True"]
 
 
-def test_fit_float_column_error_says_how_to_bin(tmp_path, capsys):
+@pytest.mark.parametrize("kind", ["float", "names"])
+def test_fit_float_column_error_says_how_to_bin(tmp_path, capsys, kind):
+    """Old code published 199 float values or patient names as states; now refused."""
     import pandas as pd
 
     rng = np.random.default_rng(1)
-    pd.DataFrame({"x": rng.normal(size=300), "y": rng.integers(0, 2, 300)}).to_csv(
-        tmp_path / "d.csv", index=False
-    )
+    x = rng.normal(size=300) if kind == "float" else [f"patient {i:03d}" for i in range(300)]
+    pd.DataFrame({"x": x, "y": rng.integers(0, 2, 300)}).to_csv(tmp_path / "d.csv", index=False)
     (tmp_path / "dag.json").write_text(json.dumps({"x": [], "y": ["x"]}))
     argv = ["fit", str(tmp_path / "d.csv"), "--structure", str(tmp_path / "dag.json")]
     msg = _err(capsys, [*argv, "--order", "4", "--out", str(tmp_path / "o"), "--states-from-data"])
     assert "column 'x'" in msg and "cuts" in msg and "private_bins" in msg
+    assert not (tmp_path / "o" / "releases.json").exists()
 
 
 def test_fit_out_of_domain_value_is_refused(cancer_files, tmp_path, capsys):
