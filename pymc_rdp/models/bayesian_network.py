@@ -148,9 +148,8 @@ class BayesianNetwork:
         declared states for a private fit. ``"from-data"`` (for all undeclared nodes, or as the
         value of one node) is the explicit opt-in to read states from the records
         (:func:`pymc_rdp.domains.states_from_data`: float, identifier and high-cardinality
-        columns are still refused); the ledger then
-        records ``states_from_data`` as outside the guarantee. ``mechanism="none"`` (no privacy)
-        reads undeclared states from the data.
+        columns are still refused); the ledger then records ``states_from_data`` as outside the
+        guarantee. ``mechanism="none"`` (no privacy) reads undeclared states from the data.
 
     Raises
     ------
