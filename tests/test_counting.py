@@ -207,7 +207,7 @@ def test_bad_columns_and_types(engine):
 
 
 def test_not_a_frame():
-    with pytest.raises(TypeError, match="frame must be a data frame"):
+    with pytest.raises(TypeError, match="frame must be a pandas DataFrame or another data frame"):
         count_table(np.zeros((2, 2)), "a", [], {"a": [0]})
     with pytest.raises(TypeError, match="parents of 'a' must be a list"):
         count_table(pd.DataFrame({"a": [1]}), "a", "b", {"a": [1]})

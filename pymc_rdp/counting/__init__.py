@@ -50,8 +50,8 @@ def _narwhals(frame: Any, name: str) -> Any:
         return nw.from_native(frame)
     except TypeError:
         raise TypeError(
-            f"{name} must be a data frame (pandas, Polars, PyArrow, DuckDB, PySpark, Ibis or "
-            f"any frame narwhals supports), got {type(frame).__name__}"
+            f"{name} must be a pandas DataFrame or another data frame narwhals supports "
+            f"(Polars, PyArrow, DuckDB, PySpark, Ibis), got {type(frame).__name__}"
         ) from None
 
 
