@@ -259,6 +259,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="held-out records (same columns) for the test log-likelihood",
     )
     fit.add_argument(
+        "--engine",
+        default="auto",
+        metavar="{auto,pandas,duckdb,polars}",
+        help="how DATA and --test are read and counted: duckdb or polars stream through the "
+        "file and keep only the counts (files larger than memory), pandas loads it; auto: "
+        "duckdb when installed (pip install 'pymc-rdp[duckdb]'), else pandas",
+    )
+    fit.add_argument(
         "--missing",
         choices=("error", "drop", "category"),
         default="error",
@@ -407,8 +415,15 @@ def _sampling(args: argparse.Namespace, fast: bool) -> dict[str, int]:
 # ------------------------------------------------------------------------------ data input
 
 
-def read_table(path: Path, what: str = "data") -> Any:
-    """Read a CSV or Parquet file into a DataFrame with one clear error per failure."""
+def read_table(
+    path: Path, what: str = "data", engine: str = "pandas", as_text: bool = False
+) -> Any:
+    """Read a CSV or Parquet file into a DataFrame with one clear error per failure.
+
+    ``engine="duckdb"`` or ``"polars"`` opens the file lazily instead (a DuckDB relation, a
+    Polars LazyFrame; :func:`pymc_rdp.counting.files.read_frame`); ``as_text`` reads its CSV
+    columns as written (state names that are strings).
+    """
     import pandas as pd
 
     path = Path(path)
@@ -416,6 +431,13 @@ def read_table(path: Path, what: str = "data") -> Any:
         raise CLIError(f"{what} file not found: {path}")
     if path.is_dir():
         raise CLIError(f"{what} file is a directory: {path}")
+    if engine != "pandas":
+        from .counting.files import read_frame
+
+        try:
+            return read_frame(path, engine, what=what, as_text=as_text)
+        except (ValueError, ImportError) as exc:
+            raise CLIError(str(exc)) from None
     suffix = "".join(path.suffixes[-2:]).lower()
     if suffix.endswith((".parquet", ".pq")):
         try:
@@ -494,6 +516,10 @@ def _prepare_frame(
     df: Any, nodes: Sequence[str], states: dict[str, list[str]] | None, missing: str, what: str
 ) -> Any:
     """The network's columns, checked; missing values handled; BIF states as strings."""
+    from .counting import is_pandas
+
+    if not is_pandas(df):
+        return _prepare_lazy(df, nodes, states, missing, what)
     absent = [v for v in nodes if v not in df.columns]
     if absent:
         cols = list(map(str, df.columns))
@@ -522,6 +548,68 @@ def _prepare_frame(
         for v in nodes:
             sub[v] = sub[v].astype(str)
     return sub
+
+
+def _prepare_lazy(
+    df: Any, nodes: Sequence[str], states: dict[str, list[str]] | None, missing: str, what: str
+) -> Any:
+    """:func:`_prepare_frame` for a lazily read file: the same checks as engine expressions."""
+    import narwhals as nw
+
+    frame = nw.from_native(df)
+    schema = frame.collect_schema()
+    absent = [v for v in nodes if v not in schema]
+    if absent:
+        cols = list(map(str, schema))
+        shown = ", ".join(cols[:12]) + (" ..." if len(cols) > 12 else "")
+        raise CLIError(
+            f"{what}: unknown column(s) {', '.join(map(repr, absent))} named in the structure "
+            f"(columns: {shown})"
+        )
+    frame = frame.select(*nodes)
+    if states is not None:
+        frame = frame.with_columns(*(nw.col(v).cast(nw.String) for v in nodes))
+    if missing == "drop":
+        frame = frame.drop_nulls()
+    elif missing == "category":
+        frame = frame.with_columns(
+            *(nw.col(v).cast(nw.String).fill_null(nw.lit("missing")) for v in nodes)
+        )
+    else:
+        holes = frame.select(*(nw.col(v).is_null().any() for v in nodes))
+        holes = holes.collect() if isinstance(holes, nw.LazyFrame) else holes
+        bad = [v for v in nodes if bool(holes.get_column(v).to_list()[0])]
+        if bad:
+            raise CLIError(
+                f"{what}: missing values in column(s) {', '.join(map(repr, bad))}; "
+                "use --missing drop or --missing category"
+            )
+    return frame.to_native()
+
+
+def _n_records(frame: Any) -> int:
+    """Number of records of a pandas frame or of a lazily read file (one count query)."""
+    from .counting import is_pandas
+
+    if is_pandas(frame):
+        return len(frame)
+    import narwhals as nw
+
+    out = nw.from_native(frame).select(nw.len())
+    out = out.collect() if isinstance(out, nw.LazyFrame) else out
+    return int(out.item())
+
+
+def _engine(args: argparse.Namespace) -> str:
+    """The engine of ``fit``: ``--engine``, or DuckDB when installed for ``auto``."""
+    from .counting.files import ENGINES, default_engine
+
+    engine = getattr(args, "engine", "pandas")
+    if engine == "auto":
+        return default_engine()
+    if engine not in ENGINES:
+        raise CLIError(f"unknown --engine {engine!r}: choose one of auto, {', '.join(ENGINES)}")
+    return engine
 
 
 # ------------------------------------------------------------------------------ the pipeline
@@ -876,7 +964,7 @@ def run_pipeline(
         "noise_aware": noise_aware,
         "inference_note": inference_note,
         "neighbours": neighbours,
-        "n_train": len(train),
+        "n_train": _n_records(train),
         "n_test": None if test is None else len(test),
         "test_log_likelihood": test_ll,
         "guarantee": _guarantee(acc, epsilon, order, delta),
@@ -1197,14 +1285,28 @@ def _cmd_fit(args: argparse.Namespace) -> None:
 
     parse_structure(structure)  # a cycle or a bad name fails here, before the data are read
     nodes = list(structure)
-    train = _prepare_frame(read_table(args.data), nodes, states, args.missing, "data")
+    engine, text = _engine(args), states is not None
+    states_from_data = states is None
+    train = read_table(args.data, "data", engine, text)
+    train = _prepare_frame(train, nodes, states, args.missing, "data")
     test = None
     if args.test is not None:
-        test = _prepare_frame(read_table(args.test, "test"), nodes, states, args.missing, "test")
+        test = read_table(args.test, "test", engine, text)
+        test = _prepare_frame(test, nodes, states, args.missing, "test")
+        if engine != "pandas":  # held-out records are scored in memory
+            import narwhals as nw
+
+            test = nw.from_native(test).lazy().collect(backend="pandas").to_native()
+    if engine != "pandas" and states is None:
+        from .counting import infer_states
+
+        states = infer_states(train, nodes, name="data")  # the same rule as for pandas
     _prepare_out(args.out)
-    progress.step(f"read {len(train):,} records of {len(nodes)} variables from {args.data}")()
+    progress.step(
+        f"read {_n_records(train):,} records of {len(nodes)} variables from {args.data} ({engine})"
+    )()
     notes = [f"Data: `{args.data}`; network: `{args.structure}`."]
-    if states is None:
+    if states_from_data:
         notes.append(
             "The states of each variable were read from the data (its distinct values); that "
             "list is not covered by the guarantee. Give a BIF file to fix public state lists."
