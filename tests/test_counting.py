@@ -17,7 +17,12 @@ pl = pytest.importorskip("polars")
 pa = pytest.importorskip("pyarrow")
 duckdb = pytest.importorskip("duckdb")
 
-ENGINES = ("pandas", "polars", "polars-lazy", "pyarrow", "duckdb")
+try:
+    import ibis
+except ImportError:  # Ibis is optional: its engine is left out
+    ibis = None
+
+ENGINES = ("pandas", "polars", "polars-lazy", "pyarrow", "duckdb") + (("ibis",) if ibis else ())
 
 
 def as_engine(df: pd.DataFrame, engine: str):
@@ -29,6 +34,8 @@ def as_engine(df: pd.DataFrame, engine: str):
         return table
     if engine == "duckdb":
         return duckdb.from_arrow(table)
+    if engine == "ibis":
+        return ibis.memtable(table)
     frame = pl.from_arrow(table)
     return frame.lazy() if engine == "polars-lazy" else frame
 
