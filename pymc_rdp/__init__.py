@@ -44,6 +44,9 @@ _EXPORTS: dict[str, str] = {
     "sample": "pymc_rdp.distributions",
     "attach_ledger": "pymc_rdp.distributions",
     "read_ledger": "pymc_rdp.distributions",
+    # counting contingency tables on any engine
+    "count_table": "pymc_rdp.counting",
+    "count_tables": "pymc_rdp.counting",
     # models
     "NaiveBayes": "pymc_rdp.models.naive_bayes",
     "BayesianNetwork": "pymc_rdp.models.bayesian_network",
@@ -56,6 +59,7 @@ _SUBMODULES = {
     "datasets",
     "models",
     "budget",
+    "counting",
     "dirichlet_divergence",
     "ops",
     "distributions",

@@ -280,6 +280,14 @@ def build_parser() -> argparse.ArgumentParser:
         "covered by the guarantee: the ledger and report flag it)",
     )
     fit.add_argument(
+        "--engine",
+        default="auto",
+        metavar="{auto,pandas,duckdb,polars}",
+        help="how DATA and --test are read and counted: duckdb or polars stream through the "
+        "file and keep only the counts (files larger than memory), pandas loads it; auto: "
+        "duckdb when installed (pip install 'pymc-rdp[duckdb]'), else pandas",
+    )
+    fit.add_argument(
         "--missing",
         choices=("error", "drop", "category"),
         default="error",
@@ -428,8 +436,15 @@ def _sampling(args: argparse.Namespace, fast: bool) -> dict[str, int]:
 # ------------------------------------------------------------------------------ data input
 
 
-def read_table(path: Path, what: str = "data") -> Any:
-    """Read a CSV or Parquet file into a DataFrame with one clear error per failure."""
+def read_table(
+    path: Path, what: str = "data", engine: str = "pandas", as_text: bool = False
+) -> Any:
+    """Read a CSV or Parquet file into a DataFrame with one clear error per failure.
+
+    ``engine="duckdb"`` or ``"polars"`` opens the file lazily instead (a DuckDB relation, a
+    Polars LazyFrame; :func:`pymc_rdp.counting.files.read_frame`); ``as_text`` reads its CSV
+    columns as written (state names that are strings).
+    """
     import pandas as pd
 
     path = Path(path)
@@ -437,6 +452,13 @@ def read_table(path: Path, what: str = "data") -> Any:
         raise CLIError(f"{what} file not found: {path}")
     if path.is_dir():
         raise CLIError(f"{what} file is a directory: {path}")
+    if engine != "pandas":
+        from .counting.files import read_frame
+
+        try:
+            return read_frame(path, engine, what=what, as_text=as_text)
+        except (ValueError, ImportError) as exc:
+            raise CLIError(str(exc)) from None
     suffix = "".join(path.suffixes[-2:]).lower()
     if suffix.endswith((".parquet", ".pq")):
         try:
@@ -561,7 +583,7 @@ def _declared_states(
 
 def _bin_by_schema(df: Any, schema: dict[str, dict[str, Any]] | None, what: str) -> Any:
     """Bin the schema's numeric columns by their public cut points."""
-    if not schema:
+    if not schema or not any("cuts" in e for e in schema.values()):
         return df
     from .domains import apply_schema
 
@@ -570,9 +592,18 @@ def _bin_by_schema(df: Any, schema: dict[str, dict[str, Any]] | None, what: str)
 
 
 def _check_columns(df: Any, nodes: Sequence[str], what: str) -> None:
-    absent = [v for v in nodes if v not in df.columns]
+    """Refuse a frame (pandas or a lazily read file) that lacks a column of the network."""
+    from .counting import is_pandas
+
+    if is_pandas(df):
+        columns = list(df.columns)
+    else:
+        import narwhals as nw
+
+        columns = list(nw.from_native(df).collect_schema())
+    absent = [v for v in nodes if v not in columns]
     if absent:
-        cols = list(map(str, df.columns))
+        cols = list(map(str, columns))
         shown = ", ".join(cols[:12]) + (" ..." if len(cols) > 12 else "")
         raise CLIError(
             f"{what}: unknown column(s) {', '.join(map(repr, absent))} named in the structure "
@@ -584,6 +615,10 @@ def _prepare_frame(
     df: Any, nodes: Sequence[str], states: dict[str, list[str]] | None, missing: str, what: str
 ) -> Any:
     """The network's columns, checked; missing values handled; declared states as strings."""
+    from .counting import is_pandas
+
+    if not is_pandas(df):
+        return _prepare_lazy(df, nodes, states, missing, what)
     _check_columns(df, nodes, what)
     sub = df[list(nodes)].copy()
     if missing == "drop":
@@ -606,6 +641,60 @@ def _prepare_frame(
             if v in states:
                 sub[v] = sub[v].astype(object).map(_label)
     return sub
+
+
+def _prepare_lazy(
+    df: Any, nodes: Sequence[str], states: dict[str, list[str]] | None, missing: str, what: str
+) -> Any:
+    """:func:`_prepare_frame` for a lazily read file: the same checks as engine expressions."""
+    import narwhals as nw
+
+    frame = nw.from_native(df)
+    _check_columns(df, nodes, what)
+    frame = frame.select(*nodes)
+    if states is not None:
+        frame = frame.with_columns(*(nw.col(v).cast(nw.String) for v in nodes))
+    if missing == "drop":
+        frame = frame.drop_nulls()
+    elif missing == "category":
+        frame = frame.with_columns(
+            *(nw.col(v).cast(nw.String).fill_null(nw.lit("missing")) for v in nodes)
+        )
+    else:
+        holes = frame.select(*(nw.col(v).is_null().any() for v in nodes))
+        holes = holes.collect() if isinstance(holes, nw.LazyFrame) else holes
+        bad = [v for v in nodes if bool(holes.get_column(v).to_list()[0])]
+        if bad:
+            raise CLIError(
+                f"{what}: missing values in column(s) {', '.join(map(repr, bad))}; "
+                "use --missing drop or --missing category"
+            )
+    return frame.to_native()
+
+
+def _n_records(frame: Any) -> int:
+    """Number of records of a pandas frame or of a lazily read file (one count query)."""
+    from .counting import is_pandas
+
+    if is_pandas(frame):
+        return len(frame)
+    import narwhals as nw
+
+    out = nw.from_native(frame).select(nw.len())
+    out = out.collect() if isinstance(out, nw.LazyFrame) else out
+    return int(out.item())
+
+
+def _engine(args: argparse.Namespace) -> str:
+    """The engine of ``fit``: ``--engine``, or DuckDB when installed for ``auto``."""
+    from .counting.files import ENGINES, default_engine
+
+    engine = getattr(args, "engine", "pandas")
+    if engine == "auto":
+        return default_engine()
+    if engine not in ENGINES:
+        raise CLIError(f"unknown --engine {engine!r}: choose one of auto, {', '.join(ENGINES)}")
+    return engine
 
 
 # ------------------------------------------------------------------------------ the pipeline
@@ -963,7 +1052,7 @@ def run_pipeline(
         "noise_aware": noise_aware,
         "inference_note": inference_note,
         "neighbours": neighbours,
-        "n_train": len(train),
+        "n_train": _n_records(train),
         "n_test": None if test is None else len(test),
         "test_log_likelihood": test_ll,
         "guarantee": _guarantee(acc, epsilon, order, delta),
@@ -1288,27 +1377,39 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     parse_structure(structure)  # a cycle or a bad name fails here, before the data are read
     nodes = list(structure)
     schema = read_schema(args.schema, nodes) if args.schema is not None else None
-    raw = read_table(args.data)
+    engine = _engine(args)
+    binned = any("cuts" in e for e in (schema or {}).values())
+    if engine != "pandas" and (args.states_from_data or binned):
+        engine = "pandas"  # cut points and states read from the records are applied in memory
+    lazy = engine != "pandas"
+    raw = read_table(args.data, "data", engine, lazy)
     _check_columns(raw, nodes, "data")
     states = _declared_states(nodes, states, schema, args.states_from_data)
     train = _prepare_frame(_bin_by_schema(raw, schema, "data"), nodes, states, args.missing, "data")
     test = None
     if args.test is not None:
         test = _prepare_frame(
-            _bin_by_schema(read_table(args.test, "test"), schema, "test"),
+            _bin_by_schema(read_table(args.test, "test", engine, lazy), schema, "test"),
             nodes,
             states,
             args.missing,
             "test",
         )
+        if lazy:  # held-out records are scored in memory
+            import narwhals as nw
+
+            test = nw.from_native(test).lazy().collect(backend="pandas").to_native()
     from .domains import check_within, states_from_data
 
     for frame, what in ((train, "data"), (test, "test")):  # one-line errors before any output
-        if frame is not None:
+        if frame is not None and not (lazy and frame is train):  # the engine checks its own
             check_within(frame, states, name=what)
-    states_from_data(train, [v for v in nodes if v not in states], name="data")
+    if not lazy:
+        states_from_data(train, [v for v in nodes if v not in states], name="data")
     _prepare_out(args.out)
-    progress.step(f"read {len(train):,} records of {len(nodes)} variables from {args.data}")()
+    progress.step(
+        f"read {_n_records(train):,} records of {len(nodes)} variables from {args.data} ({engine})"
+    )()
     notes = [f"Data: `{args.data}`; network: `{args.structure}`."]
     from_data = [v for v in nodes if v not in states]
     source = "the schema" + (" and the BIF file" if args.structure.suffix == ".bif" else "")

@@ -241,7 +241,7 @@ class BayesianNetwork:
 
     def fit(
         self,
-        df: pd.DataFrame,
+        df: Any,
         mechanism: Literal["dirichlet", "gaussian", "laplace", "none"] = "dirichlet",
         epsilon: float | None = None,
         order: float | None = None,
@@ -259,9 +259,11 @@ class BayesianNetwork:
 
         Parameters
         ----------
-        df : pandas.DataFrame
+        df : data frame
             One record per row, one column per node (other columns are ignored). Missing values
-            are refused with a ValueError: drop or impute them before fitting.
+            are refused with a ValueError: drop or impute them before fitting. A pandas frame is
+            counted in memory; any other frame narwhals supports (Polars, PyArrow, DuckDB,
+            PySpark, Ibis) is counted by its own engine (:func:`pymc_rdp.counting.count_tables`).
         mechanism : {"dirichlet", "gaussian", "laplace", "none"}
             How each family table is released (see the module notes).
         epsilon : float
@@ -345,12 +347,21 @@ class BayesianNetwork:
         else:
             epsilon, order, delta = _check_budget(epsilon, order, delta)
 
-        sub = validate_frame(df, self.nodes)
-        states, from_data = self._domain(sub, mechanism)
-        check_within(sub, states)
-        codes = encode_frame(sub, states)
-        cards = {v: len(states[v]) for v in self.nodes}
-        tables = {v: family_table(codes, v, self.structure.parents[v], cards) for v in self.nodes}
+        if isinstance(df, pd.DataFrame):
+            sub = validate_frame(df, self.nodes)
+            states, from_data = self._domain(sub, mechanism)
+            check_within(sub, states)
+            codes = encode_frame(sub, states)
+            cards = {v: len(states[v]) for v in self.nodes}
+            tables = {
+                v: family_table(codes, v, self.structure.parents[v], cards) for v in self.nodes
+            }
+            n_records = len(sub)
+        else:  # Polars, DuckDB, Spark...: counted by the frame's own engine
+            from_data = self._undeclared(mechanism)
+            states, tables = _count_on_engine(df, self.structure, self._given_states)
+            cards = {v: len(states[v]) for v in self.nodes}
+            n_records = int(tables[self.nodes[0]].sum())
         rng = np.random.default_rng(random_state)
 
         acc = mech = None
@@ -374,7 +385,7 @@ class BayesianNetwork:
         self.noise_model = noise_model if self.noise_aware else None
         self.states = states
         self.cards = cards
-        self.n_records = len(sub) if neighbours == "replace-one" else None
+        self.n_records = n_records if neighbours == "replace-one" else None
         self.alpha0 = alpha0
 
         if mechanism == "none":
@@ -422,9 +433,17 @@ class BayesianNetwork:
 
     def _domain(self, sub: pd.DataFrame, mechanism: str) -> tuple[dict, list[str]]:
         """The states of every node and the nodes whose states were read from the data."""
-        missing = [v for v in self.nodes if v not in self._given_states]
         if mechanism == "none":  # no privacy: undeclared states come from the data
             return infer_states(sub, self.nodes, self._given_states), []
+        missing = self._undeclared(mechanism)
+        read = states_from_data(sub, missing)
+        return {v: self._given_states.get(v) or read[v] for v in self.nodes}, missing
+
+    def _undeclared(self, mechanism: str) -> list[str]:
+        """The nodes without declared states; refused unless opted in (or no privacy)."""
+        missing = [v for v in self.nodes if v not in self._given_states]
+        if mechanism == "none":
+            return []
         refused = [v for v in missing if v not in self._from_data_nodes]
         if refused and not self._states_from_data:
             raise ValueError(
@@ -433,8 +452,7 @@ class BayesianNetwork:
                 "public cut points or pmr.private_bins), or states='from-data' to read them "
                 "from the records, which the ledger flags as outside the privacy guarantee"
             )
-        read = states_from_data(sub, missing)
-        return {v: self._given_states.get(v) or read[v] for v in self.nodes}, missing
+        return missing
 
     # ----------------------------------------------------------- calibration
 
@@ -821,6 +839,31 @@ def _privatize(
     from ..distributions import privatize
 
     return privatize(statistic, mech, acc, tag, rng, neighbours=neighbours)
+
+
+def _count_on_engine(
+    df: Any, structure: NetworkStructure, given: Mapping[str, Sequence[Hashable]]
+) -> tuple[dict[str, list[Hashable]], dict[str, np.ndarray]]:
+    """States and family tables of a non-pandas frame (:func:`pymc_rdp.counting.count_tables`).
+
+    Nodes without given states take them from the data (:func:`pymc_rdp.counting.infer_states`),
+    which the guarantee does not cover. An empty frame is refused as in the pandas path.
+    """
+    from ..counting import count_tables
+    from ..counting import infer_states as engine_states
+
+    states = {v: list(given[v]) for v in structure.order if v in given}
+    unknown = [v for v in structure.order if v not in states]
+    if unknown:
+        states.update(engine_states(df, unknown, name="df"))
+        empty = [v for v in unknown if not states[v]]
+        if empty:
+            raise ValueError(f"df has no values in column(s) {empty}: no records, or all missing")
+    states = {v: states[v] for v in structure.order}
+    tables = count_tables(df, structure.parents, states, name="df")
+    if int(tables[structure.order[0]].sum()) == 0:
+        raise ValueError("df is empty: it has no records")
+    return states, tables
 
 
 def _release_values(release: Any) -> np.ndarray:

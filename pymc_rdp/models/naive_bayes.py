@@ -244,6 +244,9 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
     def _as_frame(X: Any) -> pd.DataFrame:
         if isinstance(X, pd.DataFrame):
             return X
+        X = _eager_to_pandas(X)
+        if isinstance(X, pd.DataFrame):
+            return X
         if isinstance(X, (str, bytes)) or X is None:
             raise TypeError("X must be a 2-D array-like or a DataFrame")
         if sparse.issparse(X):
@@ -624,6 +627,25 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         tags.input_tags.allow_nan = True
         tags.non_deterministic = self.mechanism != "none"
         return tags
+
+
+def _eager_to_pandas(X: Any) -> Any:
+    """A Polars or PyArrow (any narwhals eager) frame as pandas; other inputs unchanged.
+
+    A lazy frame (DuckDB, Polars lazy, Spark) has no row order to align with ``y`` and is
+    refused: collect it first, or count its tables with :func:`pymc_rdp.count_tables`.
+    """
+    import narwhals as nw
+
+    frame = nw.from_native(X, pass_through=True)
+    if isinstance(frame, nw.LazyFrame):
+        raise TypeError(
+            f"X is a lazy frame ({type(X).__name__}): NaiveBayes needs its records row-aligned "
+            "with y; collect it first"
+        )
+    if isinstance(frame, nw.DataFrame):
+        return frame.to_pandas()
+    return X
 
 
 def _scalar(value: Any, name: str) -> float:
