@@ -6,6 +6,7 @@ classmethod ``calibrate(...)``; :func:`mechanism_from_dict` rebuilds one from ``
 
 from .base import CustomCurve, Mechanism, mechanism_from_dict, register_mechanism
 from .dirichlet import DirichletMechanism
+from .dirichlet_table import DirichletTableMechanism
 from .gaussian import GaussianMechanism
 from .laplace import LaplaceMechanism
 from .noise import NoiseSource, SystemNoise, UnsafeNoiseSeed, resolve_noise_source
@@ -14,6 +15,7 @@ from .randomized_response import RandomizedResponse
 __all__ = [
     "CustomCurve",
     "DirichletMechanism",
+    "DirichletTableMechanism",
     "GaussianMechanism",
     "LaplaceMechanism",
     "Mechanism",
