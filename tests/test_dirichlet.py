@@ -558,37 +558,50 @@ TABLE_SETTINGS = [  # (r per row, α per row and category)
     ([0.3, 0.3], [[1.0, 1.0], [1.0, 1.0]]),
     ([0.3, 0.3], [[0.8, 3.0], [0.8, 3.0]]),  # per-category α, shared by the rows
     ([0.15, 0.6], [[0.9, 0.9], [2.0, 2.0]]),  # one setting per row
-    ([0.05, 1.0], [[0.5, 4.0], [8.0, 1.5]]),
+    ([0.17, 2.08], [[0.78, 0.78], [38.0, 38.0]]),  # across rows costs 1.13× a row at λ = 5
+    ([0.1, 0.28], [[6.2, 0.6], [2.6, 28.8]]),  # both: 1.69–1.76× a row
     ([0.2, 0.2], [[2.0, 10.0], [2.0, 10.0]]),
+    ([0.4, 0.1], [[3.6, 29.1, 30.2], [0.5, 30.1, 20.4]]),  # three states: 1.68–1.73×
+    ([0.1, 0.4], [[0.6, 2.0, 5.0], [3.0, 1.2, 9.0]]),
 ]
 
 
-@pytest.mark.parametrize(("r", "alpha"), TABLE_SETTINGS)
-def test_exact_analysis_exhaustive_multirow(r, alpha) -> None:
-    """Every replace-one move within and across the rows of 2 × 2 tables (total ≤ 5) and of
-    3 × 2 tables (total ≤ 3), plus pairs with large totals (which approach the suprema): the
-    table's charge is never below the exact divergence of the product Dirichlets."""
-    from pymc_rdp.mechanisms import DirichletTableMechanism
-
-    r = np.asarray(r)
-    alpha = np.asarray(alpha)
-    small = _table_moves(_tables(2, 2, 5))
-    # large totals: a record at (a, i) with a background of 10⁶ in each row's other state
-    big = []
-    for a, i, b, j in itertools.product(range(2), repeat=4):
-        if (a, i) == (b, j):
-            continue
-        c = np.zeros((2, 2))
-        c[a, 1 - i] = 1e6
-        c[b, 1 - j] = 1e6
+def _background_pairs(rows: int, k: int, n_big: float) -> tuple[np.ndarray, np.ndarray]:
+    """Every move of one record with n_big records in another state of each row involved: the
+    add/remove pieces are suprema approached as a row's total grows."""
+    src, dst = [], []
+    cells = list(itertools.product(range(rows), range(k)))
+    for (a, i), (b, j) in itertools.permutations(cells, 2):
+        c = np.zeros((rows, k))
+        others = [x for x in range(k) if x != i and (a != b or x != j)]
+        c[a, (others or [j])[0]] = n_big
+        if b != a:
+            c[b, min(x for x in range(k) if x != j)] = n_big
         c[a, i] += 1
         c2 = c.copy()
         c2[a, i] -= 1
         c2[b, j] += 1
-        big.append((c, c2))
-    src = np.concatenate([small[0], np.array([p[0] for p in big])])
-    dst = np.concatenate([small[1], np.array([p[1] for p in big])])
-    three = _table_moves(_tables(3, 2, 3))
+        src.append(c)
+        dst.append(c2)
+    return np.array(src), np.array(dst)
+
+
+@pytest.mark.parametrize(("r", "alpha"), TABLE_SETTINGS)
+def test_exact_analysis_exhaustive_multirow(r, alpha) -> None:
+    """Every replace-one move within and across the rows of 2-row tables (total ≤ 5 with 2
+    states, ≤ 4 with 3) and of 3-row tables (total ≤ 3), plus moves with 10⁶ background records
+    (which approach the suprema): the table's charge is never below the exact divergence of the
+    product Dirichlets, and is attained within 1 %."""
+    from pymc_rdp.mechanisms import DirichletTableMechanism
+
+    r = np.asarray(r)
+    alpha = np.asarray(alpha)
+    k = alpha.shape[1]
+    small = _table_moves(_tables(2, k, 5 if k == 2 else 4))
+    big = _background_pairs(2, k, 1e6)
+    src = np.concatenate([small[0], big[0]])
+    dst = np.concatenate([small[1], big[1]])
+    three = _table_moves(_tables(3, k, 3))
     worst_ratio = 0.0
     for lam in [1.5, 2.0, 3.0, 5.0]:
         table = DirichletTableMechanism(r, alpha, SQRT2, 1.0, rows=2, analysis="exact")
@@ -607,7 +620,6 @@ def test_exact_analysis_exhaustive_multirow(r, alpha) -> None:
         t3 = DirichletTableMechanism(r3, a3, SQRT2, 1.0, rows=3, analysis="exact")
         d3, tol3 = _table_divergence(r3, a3, three[0], three[1], lam)
         assert (d3 <= float(t3.rdp(lam)) + tol3).all()
-    # the charge is attained up to the large-total approximation (within 1 %)
     assert worst_ratio > 0.99
 
 
