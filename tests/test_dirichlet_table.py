@@ -14,6 +14,7 @@ import math
 import numpy as np
 import pymc as pm
 import pytest
+from scipy.special import gammaln
 
 import pymc_rdp.distributions as D
 from pymc_rdp import rdp
@@ -29,6 +30,14 @@ def _divergence(r, alpha, c, c2, lam):
     """D_λ(∏ₐ Dir(rₐcₐ + αₐ) ‖ ∏ₐ Dir(rₐc2ₐ + αₐ)): a sum over the rows."""
     r = np.broadcast_to(np.asarray(r, dtype=float), (c.shape[0],))[:, None]
     return float(renyi_divergence(r * c + alpha, r * c2 + alpha, lam).sum())
+
+
+def _rounding(r, alpha, c, c2, lam):
+    """A bound on the float error of the divergence: log Γ terms of size up to ~1e8 cancel."""
+    r = np.broadcast_to(np.asarray(r, dtype=float), (c.shape[0],))[:, None]
+    u, v = r * c + alpha, r * c2 + alpha
+    mag = sum(np.abs(gammaln(x)).sum() + np.abs(gammaln(x.sum(-1))).sum() for x in (u, v))
+    return 1e-12 + 64 * np.finfo(float).eps * lam * mag / (lam - 1)
 
 
 def _across_rows_attack(r, alpha, lam):
@@ -86,14 +95,14 @@ def test_attack_one_setting_per_row() -> None:
     assert charge == pytest.approx(attack, rel=1e-5)
 
 
-def test_random_search_never_above_the_charge() -> None:
-    """3,000 random tables (2–4 rows, 2–4 states, a setting per row, per-category α, some large
+def _random_search(n: int, seed: int) -> float:
+    """n random tables (2–4 rows, 2–4 states, a setting per row, per-category α, some large
     counts) and a random replace-one move (across rows in 3 of 4 cases), λ ∈ [1.1, 50]: the
-    exact divergence (both directions) never exceeds the table charge; the former per-row
-    charge is exceeded by up to ≥ 1.5×."""
-    rng = np.random.default_rng(20261201)
+    exact divergence (both directions) never exceeds the table charge. Returns the largest
+    ratio of the divergence to the former per-row charge."""
+    rng = np.random.default_rng(seed)
     worst_old = 0.0
-    for _ in range(3000):
+    for _ in range(n):
         rows, k = rng.integers(2, 5), rng.integers(2, 5)
         lam = float(10 ** rng.uniform(math.log10(1.1), math.log10(50)))
         alpha = 10 ** rng.uniform(-1, 1.5, (rows, k))
@@ -114,9 +123,20 @@ def test_random_search_never_above_the_charge() -> None:
         d = max(_divergence(r, alpha, c, c2, lam), _divergence(r, alpha, c2, c, lam))
         table = DirichletTableMechanism(r, alpha, SQRT2, 1.0, rows=int(rows), analysis="exact")
         charge = float(table.rdp(lam))
-        assert d <= charge * (1 + 1e-9) + 1e-12
+        assert d <= charge + _rounding(r, alpha, c, c2, lam)
         worst_old = max(worst_old, d / _old_charge(r, alpha, lam))
-    assert worst_old > 1.5
+    return worst_old
+
+
+def test_random_search_never_above_the_charge() -> None:
+    # the former per-row charge is exceeded by ≥ 1.5× somewhere in the search
+    assert _random_search(3000, 20261201) > 1.5
+
+
+@pytest.mark.slow
+def test_random_search_large() -> None:
+    for seed in range(5):
+        _random_search(20_000, 300 + seed)
 
 
 def test_theorem1_and_add_remove_are_the_largest_row() -> None:
