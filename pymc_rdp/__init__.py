@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "LaplaceMechanism": "pymc_rdp.mechanisms",
     "RandomizedResponse": "pymc_rdp.mechanisms",
     "DirichletMechanism": "pymc_rdp.mechanisms",
+    "DirichletTableMechanism": "pymc_rdp.mechanisms",
     "mechanism_from_dict": "pymc_rdp.mechanisms",
     "CustomCurve": "pymc_rdp.mechanisms",
     "SystemNoise": "pymc_rdp.mechanisms",
@@ -90,6 +91,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from pymc_rdp.accountant import Accountant, BudgetExceededError, LedgerEntry  # noqa: F401
     from pymc_rdp.mechanisms import (  # noqa: F401
         DirichletMechanism,
+        DirichletTableMechanism,
         GaussianMechanism,
         LaplaceMechanism,
         Mechanism,

@@ -36,18 +36,20 @@ def test_logp_is_the_dirichlet_density():
     np.testing.assert_allclose(got, expected, rtol=1e-10)
 
 
-def test_k_draws_cost_k_times_the_curve_and_rows_compose_in_parallel():
+def test_k_draws_cost_k_times_the_curve_and_a_cpt_is_one_table_entry():
     model = _model()
     acc = Accountant()
     k = 7
     tree = D.release(model, draws=k, accountant=acc, random_seed=1)
     curve = MECH.rdp(acc.orders)
-    # one row: k·ε; a CPT of 3 rows in parallel: k·ε (max over rows); sequential total 2k·ε
+    # one row: k·ε; a CPT of 3 rows with one shared setting and shared α: a move within a row
+    # and a move across rows both cost A(α + s) + B(α) (Theorem 1 here): k·ε; total 2k·ε
     np.testing.assert_allclose(acc.rdp(), 2 * k * curve, rtol=1e-12)
     tags = [e.tag for e in acc.ledger]
-    assert tags == ["row-release", "cpt[0]", "cpt[1]", "cpt[2]"]
+    assert tags == ["row-release", "cpt"]
     assert all(e.count == k for e in acc.ledger)
-    assert [e.partition for e in acc.ledger[1:]] == [0, 1, 2]
+    assert [e.mechanism for e in acc.ledger] == ["dirichlet", "dirichlet_table"]
+    assert acc.ledger[1].params["rows"] == 3 and acc.ledger[1].group is None
     assert tree.attrs[D.ACCOUNTANT_ATTR] == acc.to_json()
     assert {e["name"] for e in json.loads(tree.attrs[D.LEDGER_ATTR])} == {"row", "cpt"}
 
@@ -97,7 +99,7 @@ def test_one_setting_per_row():
     D.release(model, draws=2, accountant=acc, random_seed=0)
     rows = np.stack([DirichletMechanism(r, 30.0, SQRT2, 1.0).rdp(acc.orders) for r in (0.5, 1, 2)])
     np.testing.assert_allclose(acc.rdp(), 2 * rows.max(axis=0), rtol=1e-12)
-    assert [e.params["r"] for e in acc.ledger] == [0.5, 1.0, 2.0]
+    assert len(acc.ledger) == 1 and acc.ledger[0].params["r"] == [0.5, 1.0, 2.0]
 
 
 def test_bad_input():

@@ -9,13 +9,13 @@ for Differentially Private KL Divergence Minimization", Theorem 1) holds for exa
 Charging
 --------
 Each released draw costs the mechanism's curve ε(λ); ``k`` draws cost k·ε(λ) (sequential
-composition, Mironov 2017 Proposition 1). The rows of a CPT compose in parallel: they are charged
-in one accountant *group* with one *partition* per row, so the table costs the maximum over rows.
-Under add/remove neighbours one record touches one row, which is parallel composition proper.
-Under replace-one neighbours a record may move between two rows; each of those rows then sees
-an add/remove change, whose Theorem-1 cost is (λ r² · 1 / 2) ψ′(·) — half of the replace-one
-curve (Δ₂² = 2) at the same Δ∞ — so the two rows together cost at most the replace-one curve of
-one row, which is what the group charges.
+composition, Mironov 2017 Proposition 1). A CPT is charged as ONE ledger entry, a
+:class:`~pymc_rdp.mechanisms.DirichletTableMechanism` whose curve is that of the whole table:
+under add/remove neighbours one record touches one row (the largest row cost); under replace-one
+neighbours a record may also leave one row and join another, which costs a removal in the first
+plus an addition in the second (Rényi divergence adds over the independent rows), so the table
+costs max(maxₐ moveₐ, max_{a≠b} removeₐ + add_b). The curve is recomputed from the entry's
+parameters alone.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pytensor.tensor.random.utils import normalize_size_param
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
 from ..accountant import Accountant, BudgetExceededError
-from ..mechanisms import DirichletMechanism, mechanism_from_dict
+from ..mechanisms import DirichletMechanism, DirichletTableMechanism, mechanism_from_dict
 from ..mechanisms.base import as_generator
 from .ledger import ACCOUNTANT_ATTR, LEDGER_ATTR, PrivateRandomVariable
 from .release import NEIGHBOURS, check_count_table, check_sensitivity
@@ -206,44 +206,17 @@ def _constant_value(var: Any, what: str) -> np.ndarray:
     raise ValueError(f"{what} must be a constant or pm.Data, got a computed expression")
 
 
-def _row_mechanism(mech: DirichletMechanism, i: int) -> DirichletMechanism:
-    """The setting of row ``i`` of a mechanism with one setting per row."""
-    if mech.batch_shape == ():
-        return mech
-
-    def pick(a: np.ndarray, per_category: bool) -> Any:
-        nb = a.ndim - (1 if per_category else 0)
-        return a[i] if nb >= 1 and a.shape[0] > 1 else (a[0] if nb >= 1 else a)
-
-    return DirichletMechanism(
-        pick(mech.r, False),
-        pick(mech.alpha, mech.per_category),
-        pick(mech.l2_sensitivity, False),
-        pick(mech.linf_sensitivity, False),
-        analysis=mech.analysis,
-        neighbours=mech.neighbours,
-    )
-
-
 def _charges(nodes: list[dict[str, Any]], draws: int) -> list[dict[str, Any]]:
-    """The accountant calls for every node: one entry, or one partition per row."""
+    """The accountant calls for every node: one entry per node (a CPT as one table release)."""
     calls = []
     for node in nodes:
         mech: DirichletMechanism = node["mechanism"]
-        tag = node["tag"]
-        if node["rows"] is None:
-            calls.append({"mechanism": mech, "count": draws, "tag": tag})
-        else:
-            for i in range(node["rows"]):
-                calls.append(
-                    {
-                        "mechanism": _row_mechanism(mech, i),
-                        "count": draws,
-                        "tag": f"{tag}[{i}]",
-                        "group": tag,
-                        "partition": i,
-                    }
-                )
+        if node["rows"] is not None:
+            # the exact analysis is for the mechanism's own relation (its sensitivities match
+            # it); Theorem 1 only needs the sensitivities to cover the node's relation
+            nb = mech.neighbours if mech.analysis == "exact" else node["neighbours"]
+            mech = DirichletTableMechanism.from_mechanism(mech, node["rows"], neighbours=nb)
+        calls.append({"mechanism": mech, "count": draws, "tag": node["tag"]})
     return calls
 
 
@@ -304,6 +277,7 @@ def release(
                 "rv": rv,
                 "tag": rec["tag"],
                 "rows": rec["rows"],
+                "neighbours": rec["neighbours"],
                 "counts": _constant_value(counts, f"counts of {rv.name!r}"),
                 "mechanism": mechanism_from_dict(rec["mechanism"]),
             }

@@ -7,6 +7,7 @@ classmethod ``calibrate(...)``; :func:`mechanism_from_dict` rebuilds one from ``
 
 from .base import CustomCurve, Mechanism, mechanism_from_dict, register_mechanism
 from .dirichlet import DirichletMechanism
+from .dirichlet_table import DirichletTableMechanism
 from .gaussian import GaussianMechanism
 from .laplace import LaplaceMechanism
 from .noise import NoiseSource, SystemNoise, UnsafeNoiseSeed, resolve_noise_source
@@ -16,6 +17,7 @@ from .randomized_response import RandomizedResponse
 __all__ = [
     "CustomCurve",
     "DirichletMechanism",
+    "DirichletTableMechanism",
     "ExponentialQuantile",
     "GaussianMechanism",
     "LaplaceMechanism",

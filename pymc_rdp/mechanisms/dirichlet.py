@@ -8,7 +8,8 @@ it is (λ, ε(λ))-RDP with (Theorem 1)
     ε(λ) = (λ r² Δ₂² / 2) · ψ′(α − (λ−1) r Δ∞)    where α > (λ−1) r Δ∞,   +∞ otherwise,
 
 ψ′ the trigamma function. For count histograms the exact worst-case divergence is available
-(``analysis="exact"``, see :mod:`pymc_rdp.dirichlet_divergence`).
+(``analysis="exact"``, see :mod:`pymc_rdp.dirichlet_divergence`); a table of rows (a CPT) is
+charged as a whole by :class:`~pymc_rdp.mechanisms.DirichletTableMechanism`.
 
 Shapes
 ------
@@ -68,7 +69,11 @@ class DirichletMechanism(Mechanism):
     analysis : {"theorem1", "exact"}, default "theorem1"
         The curve reported by :meth:`rdp`: Ponnoprat's Theorem 1, or the exact worst case for
         count histograms (requires Δ₂ = √2·Δ∞ for replace-one, Δ₂ = Δ∞ for add/remove; one record
-        adds Δ∞ to exactly one category). The exact curve is never above Theorem 1.
+        adds Δ∞ to exactly one category). The exact curve is never above Theorem 1. It is the
+        curve of ONE histogram (or of each setting of a batch on its own): for a table of rows
+        (a CPT), where a record may move from one row to another, use
+        :class:`~pymc_rdp.mechanisms.DirichletTableMechanism`, which also charges a removal in
+        one row plus an addition in another.
     neighbours : {"replace-one", "add-remove"}, default "replace-one"
         The neighbour relation of the exact analysis (ignored by Theorem 1, whose relation is
         encoded in the sensitivities).
