@@ -14,6 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from pymc_rdp import datasets, rdp
 from pymc_rdp.accountant import Accountant, BudgetExceededError
+from pymc_rdp.mechanisms import UnsafeNoiseSeed
 from pymc_rdp.models.bayesian_network import NAIVE_FLOOR, BayesianNetwork
 from pymc_rdp.models.bn_structure import (
     config_labels,
@@ -222,7 +223,7 @@ def test_budget_at_order(toy: pd.DataFrame, mechanism: str, neighbours: str) -> 
         order=lam,
         neighbours=neighbours,
         noise_aware=False,
-        random_state=0,
+        noise_source=UnsafeNoiseSeed(0),
     )
     acc = bn.accountant
     assert acc.budget_order == (eps, lam)
@@ -254,7 +255,12 @@ def test_budget_at_order(toy: pd.DataFrame, mechanism: str, neighbours: str) -> 
 def test_budget_epsilon_delta(toy: pd.DataFrame, mechanism: str) -> None:
     eps, delta = 1.0, 1e-6
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        toy, mechanism=mechanism, epsilon=eps, delta=delta, noise_aware=False, random_state=0
+        toy,
+        mechanism=mechanism,
+        epsilon=eps,
+        delta=delta,
+        noise_aware=False,
+        noise_source=UnsafeNoiseSeed(0),
     )
     acc = bn.accountant
     assert acc.budget == (eps, delta)
@@ -274,7 +280,14 @@ def test_budget_epsilon_delta(toy: pd.DataFrame, mechanism: str) -> None:
 def test_external_accountant_is_charged_and_refuses(toy: pd.DataFrame) -> None:
     acc = Accountant.at_order(1.0, 5.0)
     bn = BayesianNetwork(STRUCTURE, states=STATES)
-    bn.fit(toy, mechanism="dirichlet", epsilon=0.6, order=5.0, accountant=acc, random_state=1)
+    bn.fit(
+        toy,
+        mechanism="dirichlet",
+        epsilon=0.6,
+        order=5.0,
+        accountant=acc,
+        noise_source=UnsafeNoiseSeed(1),
+    )
     assert bn.accountant is acc
     before = len(acc.ledger)
     with pytest.raises(BudgetExceededError, match="nothing was released"):
@@ -286,13 +299,13 @@ def test_external_accountant_is_charged_and_refuses(toy: pd.DataFrame) -> None:
 def test_refusal_draws_no_noise(toy: pd.DataFrame) -> None:
     acc = Accountant.at_order(0.1, 5.0)
 
-    gen = np.random.default_rng(5)
-    state = gen.bit_generator.state
+    source = UnsafeNoiseSeed(5)
     with pytest.raises(BudgetExceededError):
         BayesianNetwork(STRUCTURE, states=STATES).fit(
-            toy, mechanism="laplace", epsilon=1.0, order=5.0, accountant=acc, random_state=gen
+            toy, mechanism="laplace", epsilon=1.0, order=5.0, accountant=acc, noise_source=source
         )
-    assert gen.bit_generator.state == state
+    # the source was never asked for noise: its next stream is still its first one
+    assert source.generator().random() == UnsafeNoiseSeed(5).generator().random()
     assert len(acc.ledger) == 0
 
 
@@ -301,7 +314,7 @@ def test_refusal_draws_no_noise(toy: pd.DataFrame) -> None:
 
 def test_dirichlet_release_rows_on_simplex(toy: pd.DataFrame) -> None:
     bn = BayesianNetwork(STRUCTURE, states={**STATES, "b": [0, 1, 2, 3]}).fit(
-        toy, mechanism="dirichlet", epsilon=0.5, order=5.0, random_state=3
+        toy, mechanism="dirichlet", epsilon=0.5, order=5.0, noise_source=UnsafeNoiseSeed(3)
     )
     for v in bn.nodes:
         cpt = bn.cpts[v]
@@ -344,7 +357,12 @@ def test_cpt_shapes_and_coords(toy: pd.DataFrame) -> None:
 
 def test_naive_baseline_is_clip_and_normalise(toy: pd.DataFrame) -> None:
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        toy, mechanism="laplace", epsilon=0.05, order=5.0, noise_aware=False, random_state=4
+        toy,
+        mechanism="laplace",
+        epsilon=0.05,
+        order=5.0,
+        noise_aware=False,
+        noise_source=UnsafeNoiseSeed(4),
     )
     for v in bn.nodes:
         noisy = np.asarray(getattr(bn.releases[v], "values", bn.releases[v]), dtype=np.float64)
@@ -358,7 +376,7 @@ def test_pgmpy_round_trip(toy: pd.DataFrame) -> None:
         from pgmpy.inference import VariableElimination
 
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        toy, mechanism="dirichlet", epsilon=2.0, order=5.0, random_state=7
+        toy, mechanism="dirichlet", epsilon=2.0, order=5.0, noise_source=UnsafeNoiseSeed(7)
     )
     net = bn.to_pgmpy()
     assert set(net.edges()) == {("a", "b"), ("a", "c"), ("b", "c")}
@@ -447,7 +465,7 @@ def test_recovers_asia_as_epsilon_grows(mechanism: str) -> None:
                     epsilon=eps,
                     order=5.0,
                     noise_aware=False,
-                    random_state=100 + seed,
+                    noise_source=UnsafeNoiseSeed(100 + seed),
                 ),
                 truth,
             )
@@ -467,7 +485,7 @@ def test_noise_aware_gaussian_posterior(toy: pd.DataFrame) -> None:
     from pymc_rdp.distributions import ledger, read_ledger
 
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        toy, mechanism="gaussian", epsilon=1.0, order=5.0, random_state=8
+        toy, mechanism="gaussian", epsilon=1.0, order=5.0, noise_source=UnsafeNoiseSeed(8)
     )
     with pytest.raises(RuntimeError, match=r"call \.sample\(\) first"):
         _ = bn.cpts
@@ -529,7 +547,7 @@ def test_per_family_approximation_coverage(margins: str) -> None:
             mechanism="gaussian",
             epsilon=1.0,
             order=5.0,
-            random_state=rep,
+            noise_source=UnsafeNoiseSeed(rep),
             margins=margins,
         )
         with threadpool_limits(limits=1):
@@ -609,7 +627,12 @@ def test_dirichlet_table_release_exact_divergence_within_charge(neighbours: str)
 def test_noise_model_joint_builds_the_joint_likelihood() -> None:
     df = _toy_data(400, seed=5)
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        df, mechanism="gaussian", epsilon=2.0, order=5.0, random_state=1, noise_model="joint"
+        df,
+        mechanism="gaussian",
+        epsilon=2.0,
+        order=5.0,
+        noise_source=UnsafeNoiseSeed(1),
+        noise_model="joint",
     )
     assert bn.noise_model == "joint"
     assert sorted(v.name for v in bn.model.free_RVs) == ["a_cpt", "b_cpt", "c_cpt"]
@@ -621,13 +644,18 @@ def test_noise_model_joint_builds_the_joint_likelihood() -> None:
     point = bn.model.initial_point()
     assert bn.model.compile_logp()(point) == pytest.approx(other.compile_logp()(point), rel=1e-12)
     lap = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        df, mechanism="laplace", epsilon=2.0, order=5.0, random_state=1, noise_model="joint"
+        df,
+        mechanism="laplace",
+        epsilon=2.0,
+        order=5.0,
+        noise_source=UnsafeNoiseSeed(1),
+        noise_model="joint",
     )
     assert "releases_omega" in [v.name for v in lap.model.free_RVs]
     # per-family is the default and the naive baseline ignores the option
     assert (
         BayesianNetwork(STRUCTURE)
-        .fit(df, mechanism="gaussian", epsilon=2.0, order=5.0, random_state=1)
+        .fit(df, mechanism="gaussian", epsilon=2.0, order=5.0, noise_source=UnsafeNoiseSeed(1))
         .noise_model
         == "per-family"
     )
@@ -672,7 +700,12 @@ def test_per_family_prior_gives_dirichlet_cpt_rows() -> None:
     df = _toy_data(200, seed=2)
     alpha0 = 0.7
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        df, mechanism="gaussian", epsilon=1.0, order=5.0, alpha0=alpha0, random_state=1
+        df,
+        mechanism="gaussian",
+        epsilon=1.0,
+        order=5.0,
+        alpha0=alpha0,
+        noise_source=UnsafeNoiseSeed(1),
     )
     prior = pm.sample_prior_predictive(draws=4000, model=bn.model, random_seed=3)["prior"]
     rows = prior["c_cpt"].to_numpy().reshape(-1, 6, 2)

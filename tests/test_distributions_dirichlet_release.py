@@ -13,7 +13,7 @@ from scipy import stats
 
 import pymc_rdp.distributions as D
 from pymc_rdp.accountant import Accountant, BudgetExceededError
-from pymc_rdp.mechanisms import DirichletMechanism, LaplaceMechanism
+from pymc_rdp.mechanisms import DirichletMechanism, LaplaceMechanism, UnsafeNoiseSeed
 
 SQRT2 = math.sqrt(2.0)
 MECH = DirichletMechanism(r=0.8, alpha=30.0, l2_sensitivity=SQRT2, linf_sensitivity=1.0)
@@ -40,7 +40,7 @@ def test_k_draws_cost_k_times_the_curve_and_rows_compose_in_parallel():
     model = _model()
     acc = Accountant()
     k = 7
-    tree = D.release(model, draws=k, accountant=acc, random_seed=1)
+    tree = D.release(model, draws=k, accountant=acc, noise_source=UnsafeNoiseSeed(1))
     curve = MECH.rdp(acc.orders)
     # one row: k·ε; a CPT of 3 rows in parallel: k·ε (max over rows); sequential total 2k·ε
     np.testing.assert_allclose(acc.rdp(), 2 * k * curve, rtol=1e-12)
@@ -54,7 +54,7 @@ def test_k_draws_cost_k_times_the_curve_and_rows_compose_in_parallel():
 
 def test_draws_are_exact_on_the_simplex_with_coords():
     model = _model()
-    tree = D.release(model, draws=4000, accountant=Accountant(), random_seed=2)
+    tree = D.release(model, draws=4000, accountant=Accountant(), noise_source=UnsafeNoiseSeed(2))
     post = tree.posterior
     assert post["row"].shape == (1, 4000, 3)
     assert post["cpt"].dims == ("chain", "draw", "parent", "state")
@@ -68,8 +68,8 @@ def test_draws_are_exact_on_the_simplex_with_coords():
 
 
 def test_same_seed_same_draws():
-    a = D.release(_model(), draws=3, accountant=Accountant(), random_seed=5)
-    b = D.release(_model(), draws=3, accountant=Accountant(), random_seed=5)
+    a = D.release(_model(), draws=3, accountant=Accountant(), noise_source=UnsafeNoiseSeed(5))
+    b = D.release(_model(), draws=3, accountant=Accountant(), noise_source=UnsafeNoiseSeed(5))
     np.testing.assert_array_equal(a.posterior["cpt"].values, b.posterior["cpt"].values)
 
 
@@ -77,13 +77,15 @@ def test_over_budget_refused_before_drawing_and_ledger_unchanged():
     model = _model()
     eps_one = float(MECH.rdp(np.array([5.0]))[0])
     acc = Accountant.at_order(10 * eps_one, 5.0)
-    D.release(model, draws=2, accountant=acc, random_seed=0)  # costs 4 ε
+    D.release(model, draws=2, accountant=acc, noise_source=UnsafeNoiseSeed(0))  # costs 4 ε
     before = acc.to_json()
     with pytest.raises(BudgetExceededError, match="nothing was drawn"):
-        D.release(model, draws=4, accountant=acc, random_seed=0)  # would cost 8 ε more
+        D.release(
+            model, draws=4, accountant=acc, noise_source=UnsafeNoiseSeed(0)
+        )  # would cost 8 ε more
     assert acc.to_json() == before
     # a release of only one node fits
-    D.release(model, draws=3, accountant=acc, var_names=["row"], random_seed=0)
+    D.release(model, draws=3, accountant=acc, var_names=["row"], noise_source=UnsafeNoiseSeed(0))
     np.testing.assert_allclose(acc.rdp(np.array([5.0])), 7 * eps_one, rtol=1e-12)
 
 
@@ -94,7 +96,7 @@ def test_one_setting_per_row():
     with pm.Model() as model:
         D.DirichletRelease("cpt", CPT, mech)
     acc = Accountant()
-    D.release(model, draws=2, accountant=acc, random_seed=0)
+    D.release(model, draws=2, accountant=acc, noise_source=UnsafeNoiseSeed(0))
     rows = np.stack([DirichletMechanism(r, 30.0, SQRT2, 1.0).rdp(acc.orders) for r in (0.5, 1, 2)])
     np.testing.assert_allclose(acc.rdp(), 2 * rows.max(axis=0), rtol=1e-12)
     assert [e.params["r"] for e in acc.ledger] == [0.5, 1.0, 2.0]

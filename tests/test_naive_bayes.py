@@ -19,7 +19,12 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from pymc_rdp import datasets, rdp
 from pymc_rdp.accountant import Accountant, BudgetExceededError
-from pymc_rdp.mechanisms import DirichletMechanism, GaussianMechanism, LaplaceMechanism
+from pymc_rdp.mechanisms import (
+    DirichletMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    UnsafeNoiseSeed,
+)
 from pymc_rdp.models.naive_bayes import NaiveBayes
 
 PRIVATE = ["dirichlet", "gaussian", "laplace"]
@@ -50,7 +55,7 @@ def _toy(rng: np.random.Generator, n: int = 400) -> tuple[pd.DataFrame, np.ndarr
 
 def test_sklearn_api_basics(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
-    model = NaiveBayes(mechanism="gaussian", epsilon=2.0, random_state=0)
+    model = NaiveBayes(mechanism="gaussian", epsilon=2.0, noise_source=UnsafeNoiseSeed(0))
     assert is_classifier(model)
     params = model.get_params()
     assert params["mechanism"] == "gaussian"
@@ -65,7 +70,7 @@ def test_sklearn_api_basics(rng: np.random.Generator) -> None:
         "smoothing",
         "accountant",
         "categories",
-        "random_state",
+        "noise_source",
     }
     twin = clone(model)
     assert twin.get_params() == params
@@ -92,7 +97,9 @@ def test_sklearn_estimator_checks(mechanism: str) -> None:
     with warnings.catch_warnings():
         # sklearn's own checks emit SkipTestWarning and cast warnings on their probe data
         warnings.simplefilter("ignore")
-        results = check_estimator(NaiveBayes(mechanism=mechanism, random_state=0), on_fail=None)
+        results = check_estimator(
+            NaiveBayes(mechanism=mechanism, noise_source=UnsafeNoiseSeed(0)), on_fail=None
+        )
     failed = [r["check_name"] for r in results if r["status"] == "failed"]
     assert failed == []
     assert sum(r["status"] == "passed" for r in results) > 40
@@ -100,7 +107,9 @@ def test_sklearn_estimator_checks(mechanism: str) -> None:
 
 def test_cross_val_score_clones(german: tuple) -> None:
     X_train, _, y_train, _ = german
-    scores = cross_val_score(NaiveBayes(mechanism="dirichlet", random_state=0), X_train, y_train)
+    scores = cross_val_score(
+        NaiveBayes(mechanism="dirichlet", noise_source=UnsafeNoiseSeed(0)), X_train, y_train
+    )
     assert scores.shape == (5,)
     assert np.all((scores > 0.4) & (scores <= 1.0))
 
@@ -153,7 +162,11 @@ def test_budget_at_order(
 ) -> None:
     X, y = _toy(rng)
     model = NaiveBayes(
-        mechanism=mechanism, epsilon=epsilon, order=5.0, neighbours=neighbours, random_state=1
+        mechanism=mechanism,
+        epsilon=epsilon,
+        order=5.0,
+        neighbours=neighbours,
+        noise_source=UnsafeNoiseSeed(1),
     ).fit(X, y)
     acc = model.accountant_
     spent = float(acc.rdp([5.0])[0])
@@ -183,7 +196,9 @@ def test_budget_at_order(
 def test_budget_epsilon_delta(mechanism: str, epsilon: float, rng: np.random.Generator) -> None:
     X, y = _toy(rng)
     delta = 1e-6
-    model = NaiveBayes(mechanism=mechanism, epsilon=epsilon, delta=delta, random_state=2).fit(X, y)
+    model = NaiveBayes(
+        mechanism=mechanism, epsilon=epsilon, delta=delta, noise_source=UnsafeNoiseSeed(2)
+    ).fit(X, y)
     acc = model.accountant_
     assert acc.epsilon(delta) <= epsilon
     assert acc.epsilon(delta) >= 0.999 * epsilon
@@ -219,7 +234,11 @@ def test_budget_never_exceeded_property(
     X = gen.integers(0, 3, size=(60, n_features))
     y = np.arange(60) % n_classes
     model = NaiveBayes(
-        mechanism=mechanism, epsilon=epsilon, order=order, neighbours=neighbours, random_state=seed
+        mechanism=mechanism,
+        epsilon=epsilon,
+        order=order,
+        neighbours=neighbours,
+        noise_source=UnsafeNoiseSeed(seed),
     ).fit(X, y)
     assert float(model.accountant_.rdp([order])[0]) <= epsilon
     assert len(model.accountant_.ledger) == 1 + n_features * n_classes
@@ -230,7 +249,7 @@ def test_budget_never_exceeded_property(
 
 def test_colliding_column_names_get_distinct_groups() -> None:
     X = pd.DataFrame({1: ["a", "b", "a", "b"], "1": ["x", "x", "y", "y"]})
-    model = NaiveBayes(mechanism="laplace", random_state=0).fit(X, [0, 1, 0, 1])
+    model = NaiveBayes(mechanism="laplace", noise_source=UnsafeNoiseSeed(0)).fit(X, [0, 1, 0, 1])
     groups = [e.group for e in model.accountant_.ledger[1:]]
     assert len(set(groups)) == 2
     assert float(model.accountant_.rdp([5.0])[0]) == pytest.approx(1.0, rel=1e-6)
@@ -239,9 +258,13 @@ def test_colliding_column_names_get_distinct_groups() -> None:
 def test_shared_accountant_composes_sequentially(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
     acc = Accountant.at_order(2.0, 5.0)
-    NaiveBayes(mechanism="gaussian", epsilon=0.5, accountant=acc, random_state=0).fit(X, y)
+    NaiveBayes(
+        mechanism="gaussian", epsilon=0.5, accountant=acc, noise_source=UnsafeNoiseSeed(0)
+    ).fit(X, y)
     first = float(acc.rdp([5.0])[0])
-    NaiveBayes(mechanism="gaussian", epsilon=0.5, accountant=acc, random_state=1).fit(X, y)
+    NaiveBayes(
+        mechanism="gaussian", epsilon=0.5, accountant=acc, noise_source=UnsafeNoiseSeed(1)
+    ).fit(X, y)
     assert float(acc.rdp([5.0])[0]) == pytest.approx(2 * first, rel=1e-12)
     assert first == pytest.approx(0.5, rel=1e-6)
 
@@ -261,7 +284,9 @@ def test_over_budget_refused_before_any_release(
         return original(self, value, rng)
 
     monkeypatch.setattr(GaussianMechanism, "release", spy)
-    model = NaiveBayes(mechanism="gaussian", epsilon=1.0, accountant=acc, random_state=0)
+    model = NaiveBayes(
+        mechanism="gaussian", epsilon=1.0, accountant=acc, noise_source=UnsafeNoiseSeed(0)
+    )
     with pytest.raises(BudgetExceededError, match="cannot afford"):
         model.fit(X, y)
     assert calls == []
@@ -283,7 +308,9 @@ def test_each_table_charged_before_its_release(
         return original(self, value, rng)
 
     monkeypatch.setattr(cls, "release", spy)
-    NaiveBayes(mechanism=mechanism, epsilon=1.0, accountant=acc, random_state=0).fit(X, y)
+    NaiveBayes(
+        mechanism=mechanism, epsilon=1.0, accountant=acc, noise_source=UnsafeNoiseSeed(0)
+    ).fit(X, y)
     # table 0 (classes) after 1 entry, then each feature table after its 2 row entries
     assert [n for n, _ in seen] == [1, 3, 5, 7]
     # The class table is released from N_j, one count per record (not K x N_j).
@@ -301,7 +328,9 @@ def test_each_table_charged_before_its_release(
 def test_class_sensitivity_in_ledger(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
     for neighbours, expected in (("replace-one", math.sqrt(2.0)), ("add-remove", 1.0)):
-        model = NaiveBayes(mechanism="gaussian", neighbours=neighbours, random_state=0).fit(X, y)
+        model = NaiveBayes(
+            mechanism="gaussian", neighbours=neighbours, noise_source=UnsafeNoiseSeed(0)
+        ).fit(X, y)
         entry = model.accountant_.ledger[0]
         assert entry.tag == "naive_bayes/class"
         assert entry.params["sensitivity"] == expected
@@ -319,9 +348,9 @@ def test_laplace_curve_superadditive_in_sensitivity() -> None:
 
 def test_reproducible(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
-    a = NaiveBayes(mechanism="dirichlet", random_state=7).fit(X, y)
-    b = NaiveBayes(mechanism="dirichlet", random_state=7).fit(X, y)
-    c = NaiveBayes(mechanism="dirichlet", random_state=8).fit(X, y)
+    a = NaiveBayes(mechanism="dirichlet", noise_source=UnsafeNoiseSeed(7)).fit(X, y)
+    b = NaiveBayes(mechanism="dirichlet", noise_source=UnsafeNoiseSeed(7)).fit(X, y)
+    c = NaiveBayes(mechanism="dirichlet", noise_source=UnsafeNoiseSeed(8)).fit(X, y)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     assert not np.array_equal(a.predict_proba(X), c.predict_proba(X))
 
@@ -339,7 +368,9 @@ def test_dirichlet_beats_gaussian_and_laplace_on_german_credit(
     mean = {}
     for mechanism in PRIVATE:
         ce = [
-            NaiveBayes(mechanism=mechanism, epsilon=epsilon, order=5.0, random_state=seed)
+            NaiveBayes(
+                mechanism=mechanism, epsilon=epsilon, order=5.0, noise_source=UnsafeNoiseSeed(seed)
+            )
             .fit(X_train, y_train)
             .cross_entropy(X_test, y_test)
             for seed in range(4)
@@ -361,7 +392,7 @@ def test_dirichlet_beats_gaussian_and_laplace_on_german_credit(
 @pytest.mark.parametrize("mechanism", ["none", "dirichlet"])
 def test_unseen_and_missing_states_are_left_out(mechanism: str, rng: np.random.Generator) -> None:
     X, y = _toy(rng)
-    model = NaiveBayes(mechanism=mechanism, random_state=3).fit(X, y)
+    model = NaiveBayes(mechanism=mechanism, noise_source=UnsafeNoiseSeed(3)).fit(X, y)
     odd = X.iloc[:3].copy().astype(object)
     odd.loc[odd.index[0], "a"] = "never-seen"
     odd.loc[odd.index[1], "a"] = np.nan
@@ -393,7 +424,9 @@ def test_missing_values_in_training_are_skipped(rng: np.random.Generator) -> Non
 def test_explicit_categories(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
     cats = [["x", "y", "z", "w"], [0, 1, 2, 3, 4], ["p", "q"]]
-    model = NaiveBayes(mechanism="laplace", categories=cats, random_state=0).fit(X, y)
+    model = NaiveBayes(mechanism="laplace", categories=cats, noise_source=UnsafeNoiseSeed(0)).fit(
+        X, y
+    )
     assert [len(c) for c in model.categories_] == [4, 5, 2]
     assert model.feature_log_prob_[0].shape == (2, 4)
     with pytest.raises(ValueError, match="categories"):
