@@ -802,9 +802,8 @@ def run_pipeline(
         "mechanism": mechanism,
         "neighbours": neighbours,
         "structure": {v: list(bn.parents[v]) for v in bn.nodes},
-        # N only when declared public, else the estimate from the released totals (or none)
-        "n_records": bn.n_records,
-        "n_records_source": _n_records_source(bn),
+        # the number of records only when the caller declared it public (never the raw N)
+        "n_records": _public_n_records(bn),
         "families": [_release_record(bn, v) for v in bn.nodes],
         "ledger": json.loads(ledger_json),
     }
@@ -1307,13 +1306,14 @@ def _command_line(args: argparse.Namespace) -> str:
     return " ".join([PROG, *shown])
 
 
-def _n_records_source(bn: Any) -> str | None:
-    """How ``releases.json``'s ``n_records`` was obtained."""
-    if bn.n_records is None:
-        return None
-    if any(d["kind"] == "public_total" for d in bn.accountant.declarations):
-        return "declared public by the caller"
-    return "estimated from the released (noisy) table totals: post-processing"
+def _public_n_records(bn: Any) -> int | None:
+    """The number of records if the caller declared it public, else ``None``.
+
+    An estimate from the noisy table totals would be post-processing, but anyone can compute it
+    from the releases; publishing it next to them adds nothing and reads like the exact count.
+    """
+    declared = any(d["kind"] == "public_total" for d in bn.accountant.declarations)
+    return bn.n_records if declared else None
 
 
 def _print_summary(summary: dict[str, Any], out: Path, progress: _Progress) -> None:

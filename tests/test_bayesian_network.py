@@ -721,3 +721,120 @@ def test_per_family_prior_gives_dirichlet_cpt_rows() -> None:
     # the parent weights are Dirichlet(K alpha0) over the 6 configurations
     w_var = (1 / 6) * (5 / 6) / (6 * k * alpha0 + 1)
     np.testing.assert_allclose(weights.var(axis=0), w_var, rtol=0.1)
+
+
+# ------------------------------------------------------- issue 11: seeds and totals
+
+
+@pytest.fixture(scope="module")
+def asia() -> tuple[pd.DataFrame, object]:
+    return datasets.sample_network("asia", 2000, random_state=0), datasets.load_network("asia")
+
+
+def _exact_tables(bn: BayesianNetwork, df: pd.DataFrame) -> dict[str, np.ndarray]:
+    from pymc_rdp.models.bn_structure import encode_frame, family_table, validate_frame
+
+    codes = encode_frame(validate_frame(df, bn.nodes), bn.states)
+    return {
+        v: family_table(codes, v, bn.parents[v], bn.cards).reshape(-1).astype(np.float64)
+        for v in bn.nodes
+    }
+
+
+def _recovered(bn: BayesianNetwork, noise_of: dict[str, np.ndarray]) -> dict | None:
+    """The exact tables if subtracting the guessed noise leaves whole, non-negative counts."""
+    out = {}
+    for v in bn.nodes:
+        cand = np.asarray(bn.releases[v].values, dtype=np.float64) - noise_of[v]
+        whole = np.round(cand)
+        if not (np.abs(cand - whole).max() < 1e-6 and whole.min() >= 0):
+            return None
+        out[v] = whole
+    return out
+
+
+def _fit_gaussian(bn: BayesianNetwork, df: pd.DataFrame, **kw) -> BayesianNetwork:
+    return bn.fit(df, mechanism="gaussian", epsilon=1.0, delta=1e-6, noise_aware=False, **kw)
+
+
+def test_seed_search_recovers_no_table(asia) -> None:
+    """Issue 11, defect 2: the README's ``fit(..., random_state=1)`` made the noise a function of
+    a published seed; a search over small seeds recovered all 8 asia family tables exactly.
+    The attack is run here: the call is refused, and the noise of a default fit (OS entropy)
+    matches no seed's noise stream."""
+    df, model = asia
+    bn = BayesianNetwork(model)
+    try:
+        _fit_gaussian(bn, df, random_state=1)  # the README's old call
+    except TypeError as exc:
+        assert "noise_source" in str(exc) and "random_state" in str(exc)
+        _fit_gaussian(bn, df)
+    sigma = bn.family_mechanism.sigma
+    for seed in range(256):
+        # the old noise stream: one numpy generator seeded by the user, the families in order
+        gen = np.random.default_rng(seed)
+        guess = {v: gen.normal(0.0, sigma, size=bn.releases[v].values.shape) for v in bn.nodes}
+        assert _recovered(bn, guess) is None, f"seed {seed} recovers the tables"
+
+
+def test_seed_search_succeeds_only_on_unsafe_noise_which_the_ledger_flags(asia) -> None:
+    """The same search against a release made with ``UnsafeNoiseSeed``: it recovers every table
+    exactly (so the search is a real attack), and the ledger says the release is not private."""
+    df, model = asia
+    bn = _fit_gaussian(BayesianNetwork(model), df, noise_source=UnsafeNoiseSeed(13))
+    truth = _exact_tables(bn, df)
+    found = []
+    for seed in range(32):
+        src = UnsafeNoiseSeed(seed)
+        zeros = {v: np.zeros_like(truth[v]) for v in bn.nodes}
+        guess = {v: bn.family_mechanism.release(zeros[v], src) for v in bn.nodes}
+        got = _recovered(bn, guess)
+        if got is not None:
+            found.append(seed)
+            for v in bn.nodes:
+                np.testing.assert_array_equal(got[v], truth[v])
+    assert found == [13]
+    acc = bn.accountant
+    assert not acc.within_guarantee
+    assert {d["kind"] for d in acc.declarations} == {"unsafe_noise"}
+    assert acc.report().count("NOT PRIVATE") == len(bn.nodes)
+    assert not Accountant.from_json(acc.to_json()).within_guarantee
+
+
+@pytest.mark.parametrize("bad", [1, np.int64(3), np.random.default_rng(1)])
+def test_seeds_and_generators_are_refused_as_noise(toy: pd.DataFrame, bad) -> None:
+    acc = Accountant()
+    bn = BayesianNetwork(STRUCTURE, states=STATES)
+    with pytest.raises(TypeError, match="noise_source must be None"):
+        bn.fit(toy, mechanism="laplace", epsilon=1.0, order=5.0, accountant=acc, noise_source=bad)
+    with pytest.raises(TypeError, match="random_state is not accepted"):
+        bn.fit(toy, mechanism="dirichlet", epsilon=1.0, order=5.0, accountant=acc, random_state=bad)
+    assert len(acc.ledger) == 0 and not bn._fitted
+
+
+def test_number_of_records_is_published_only_when_declared(toy: pd.DataFrame) -> None:
+    """Issue 11, defect 7: N leaves the fit only when the caller declares it public."""
+    n = len(toy)
+    bn = BayesianNetwork(STRUCTURE, states=STATES)
+    bn.fit(toy, mechanism="dirichlet", epsilon=1.0, order=5.0)
+    assert bn.n_records is None and bn.accountant.declarations == ()
+    bn.fit(toy, mechanism="gaussian", epsilon=1.0, order=5.0, noise_aware=False)
+    totals = [float(np.sum(bn.releases[v].values)) for v in bn.nodes]
+    assert bn.n_records == max(1, round(float(np.mean(totals))))  # post-processing only
+    assert all(r.total is None and '"total": null' in r.to_json() for r in bn.releases.values())
+    assert bn.accountant.declarations == ()
+    bn.fit(toy, mechanism="gaussian", epsilon=1.0, order=5.0, public_total=n)
+    assert bn.n_records == n
+    assert all(r.total == n for r in bn.releases.values())
+    kinds = {(d["kind"], d["outside_guarantee"]) for d in bn.accountant.declarations}
+    assert kinds == {("public_total", False)} and bn.accountant.within_guarantee
+    acc = Accountant()
+    with pytest.raises(ValueError, match="public_total does not equal the number of records"):
+        BayesianNetwork(STRUCTURE, states=STATES).fit(
+            toy, mechanism="laplace", epsilon=1.0, order=5.0, accountant=acc, public_total=n + 1
+        )
+    with pytest.raises(TypeError, match="public_total must be None or an int"):
+        BayesianNetwork(STRUCTURE, states=STATES).fit(
+            toy, mechanism="laplace", epsilon=1.0, order=5.0, accountant=acc, public_total=True
+        )
+    assert len(acc.ledger) == 0 and acc.declarations == ()

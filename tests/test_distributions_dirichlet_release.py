@@ -129,3 +129,108 @@ def test_bad_input():
         D.release(_model(), draws=1, accountant=None)
     with pytest.raises(ValueError, match="var_names not DirichletRelease"):
         D.release(_model(), draws=1, accountant=Accountant(), var_names=["nope"])
+
+
+# ------------------------------------------------------------- issue 11: draws and seeds
+
+
+def _forward_draws(model: pm.Model) -> list:
+    """Every way PyMC offers to draw the node forward (each must be refused)."""
+    row = model["row"]
+    return [
+        lambda: pm.draw(row),
+        lambda: pm.draw(model["cpt"], draws=3),
+        lambda: pm.sample_prior_predictive(draws=5, model=model),
+        lambda: pm.sample_prior_predictive(draws=5, model=model, var_names=["row"]),
+    ]
+
+
+def test_forward_draws_of_a_release_are_refused_and_charge_nothing():
+    """Issue 11, defect 6: pm.draw / prior predictive on a DirichletRelease would return exact
+    mechanism draws from the raw counts, uncharged. They are refused; the ledger is unchanged."""
+    model = _model()
+    acc = Accountant()
+    D.release(model, draws=1, accountant=acc)
+    before, nodes_before = acc.to_json(), D.ledger(model)
+    for draw in _forward_draws(model):
+        with pytest.raises(D.RefusedDrawError, match=r"only pymc_rdp\.release"):
+            draw()
+    assert acc.to_json() == before and D.ledger(model) == nodes_before
+    # a posterior predictive that must draw the node afresh (it is not in the trace) is refused
+    tree = D.release(model, draws=2, accountant=acc, var_names=["cpt"])
+    charged = acc.to_json()
+    with model, pytest.raises(D.RefusedDrawError):
+        pm.sample_posterior_predictive(tree, var_names=["row"], progressbar=False)
+    assert acc.to_json() == charged
+    # one that reads released draws from the trace is post-processing
+    tree = D.release(model, draws=2, accountant=acc, var_names=["row"])
+    with model:
+        pp = pm.sample_posterior_predictive(tree, var_names=["row"], progressbar=False)
+    np.testing.assert_array_equal(pp.posterior_predictive["row"].values, tree.posterior["row"])
+    # the logp (what an analyst evaluates) and the support point still work
+    x = np.array([0.2, 0.5, 0.3])
+    expected = stats.dirichlet.logpdf(x, 0.8 * ROW + 30.0)
+    np.testing.assert_allclose(pm.logp(model["row"], x).eval(), expected, rtol=1e-10)
+    assert np.isfinite(model.compile_logp()(model.initial_point()))
+
+
+def test_forward_draws_from_released_values_are_post_processing():
+    """Drawing from a node whose parameters are the released values is allowed (it never sees
+    the raw counts): a Dirichlet built on a released row, and NoisyCounts on released values."""
+    acc = Accountant()
+    tree = D.release(_model(), draws=1, accountant=acc)
+    released = tree.posterior["row"].values[0, 0]
+    before = acc.to_json()
+    with pm.Model():
+        theta = pm.Dirichlet("theta", 100.0 * released)
+        y = D.NoisyCounts("y", 20, theta, mechanism=LaplaceMechanism(2.0, 2.0))
+        assert pm.draw(y, draws=4).shape == (4, 3)
+        assert pm.draw(theta).shape == (3,)
+    assert acc.to_json() == before
+
+
+def _old_release(counts: np.ndarray, seed: int) -> np.ndarray:
+    """The pre-fix release with ``random_seed=seed``: Gamma variates from numpy's default_rng."""
+    gen = np.random.default_rng(seed)
+    g = gen.standard_gamma(MECH.concentration(counts))
+    return g / g.sum(axis=-1, keepdims=True)
+
+
+def test_known_seed_no_longer_distinguishes_neighbours():
+    """Issue 11, defect 2: with a known seed, a Dirichlet release was a perfect distinguisher
+    (replay the seed on each candidate dataset; exactly one matches). Now a seed is refused and
+    the default draw (OS entropy) matches no seed on either neighbour."""
+    neighbour = ROW + np.array([-1, 1, 0])  # one record moved from state 0 to state 1
+    with pm.Model() as model:
+        D.DirichletRelease("row", ROW, MECH)
+    acc = Accountant()
+    try:
+        tree = D.release(model, draws=1, accountant=acc, random_seed=3)  # the old call
+    except TypeError as exc:
+        assert "noise_source" in str(exc)
+        tree = D.release(model, draws=1, accountant=acc)
+    out = tree.posterior["row"].values[0, 0]
+    for seed in range(256):
+        for counts in (ROW, neighbour):
+            assert not np.allclose(out, _old_release(counts, seed), rtol=1e-9, atol=0)
+    with pytest.raises(TypeError, match="noise_source must be None"):
+        D.release(model, draws=1, accountant=acc, noise_source=3)
+    with pytest.raises(TypeError, match="noise_source must be None"):
+        D.release(model, draws=1, accountant=acc, noise_source=np.random.default_rng(3))
+
+
+def test_unsafe_seed_distinguishes_and_is_declared_outside_the_guarantee():
+    """Control: with UnsafeNoiseSeed the replay does tell the neighbours apart, which is why the
+    ledger marks such a release as not private."""
+    neighbour = ROW + np.array([-1, 1, 0])
+    with pm.Model() as model:
+        D.DirichletRelease("row", ROW, MECH, tag="t")
+    acc = Accountant()
+    out = D.release(model, accountant=acc, noise_source=UnsafeNoiseSeed(3)).posterior["row"]
+    out = out.values[0, 0]
+    np.testing.assert_array_equal(out, MECH.release(ROW, UnsafeNoiseSeed(3)))
+    assert not np.allclose(out, MECH.release(neighbour, UnsafeNoiseSeed(3)))
+    assert not acc.within_guarantee
+    (decl,) = acc.declarations
+    assert decl["kind"] == "unsafe_noise" and decl["outside_guarantee"] is True
+    assert "'t'" in decl["detail"] and "NOT PRIVATE" in acc.report()

@@ -502,3 +502,41 @@ def test_bad_prediction_input(rng: np.random.Generator) -> None:
         model.cross_entropy(X, np.full(len(X), "maybe"))
     # Columns are matched by name, whatever their order.
     np.testing.assert_allclose(model.predict_proba(X[["c", "a", "b"]]), model.predict_proba(X))
+
+
+# ------------------------------------------------------------------------------------------------
+# Issue 11: privacy noise never comes from a user seed
+# ------------------------------------------------------------------------------------------------
+
+
+def test_no_random_state_and_seeds_refused_as_noise(rng: np.random.Generator) -> None:
+    X, y = _toy(rng)
+    with pytest.raises(TypeError, match="random_state"):
+        NaiveBayes(mechanism="gaussian", random_state=1)
+    for bad in (1, np.random.default_rng(1)):
+        acc = Accountant()
+        with pytest.raises(TypeError, match="noise_source must be None"):
+            NaiveBayes(mechanism="gaussian", accountant=acc, noise_source=bad).fit(X, y)
+        assert len(acc.ledger) == 0
+    # the default draws fresh OS noise on every fit
+    model = NaiveBayes(mechanism="gaussian", epsilon=1.0)
+    first = model.fit(X, y).releases_["naive_bayes/class"]
+    assert not np.array_equal(first, model.fit(X, y).releases_["naive_bayes/class"])
+    assert model.accountant_.within_guarantee
+
+
+def test_unsafe_seed_is_reproducible_unchanged_by_fit_and_declared(
+    rng: np.random.Generator,
+) -> None:
+    X, y = _toy(rng)
+    source = UnsafeNoiseSeed(9)
+    model = NaiveBayes(mechanism="laplace", noise_source=source)
+    a = model.fit(X, y).releases_["naive_bayes/class"]
+    b = model.fit(X, y).releases_["naive_bayes/class"]  # each fit restarts the seed's stream
+    np.testing.assert_array_equal(a, b)
+    assert model.get_params()["noise_source"] is source
+    assert source.generator().random() == UnsafeNoiseSeed(9).generator().random()  # untouched
+    acc = model.accountant_
+    assert not acc.within_guarantee
+    assert {d["kind"] for d in acc.declarations} == {"unsafe_noise"}
+    assert "NOT PRIVATE" in acc.report()

@@ -21,7 +21,6 @@ one row, which is what the group charges.
 from __future__ import annotations
 
 import json
-import warnings
 from typing import Any
 
 import numpy as np
@@ -46,13 +45,6 @@ from .release import NEIGHBOURS, check_count_table, check_sensitivity
 __all__ = ["DirichletRelease", "DirichletReleaseRV", "RefusedDrawError", "release"]
 
 
-# The guard below has no compiled implementation: a backend that runs it through its Python
-# ``perform`` (numba's object mode) only reaches the refusal, so its fallback warning is noise.
-warnings.filterwarnings(
-    "ignore", message=r".*object mode to run RefuseForwardDraw", category=UserWarning
-)
-
-
 class RefusedDrawError(RuntimeError):
     """A forward draw of a private node would sample the mechanism from the raw counts."""
 
@@ -75,19 +67,45 @@ class RefuseForwardDraw(Op):
         x = pt.as_tensor(x)
         return Apply(self, [x], [x.type()])
 
-    def perform(self, node: Any, inputs: Any, output_storage: Any) -> None:
-        raise RefusedDrawError(
+    def message(self) -> str:
+        return (
             f"a forward draw of the DirichletRelease {self.tag!r} (pm.draw, prior or posterior "
             "predictive sampling) would draw the Dirichlet mechanism from the raw counts "
             "without charging the accountant; only pymc_rdp.release(model, draws=..., "
             "accountant=...) draws from raw data (exact draws, charged). Nothing was drawn."
         )
 
+    def perform(self, node: Any, inputs: Any, output_storage: Any) -> None:
+        raise RefusedDrawError(self.message())
+
     def do_constant_folding(self, fgraph: Any, node: Any) -> bool:
         return False
 
     def infer_shape(self, node: Any, shapes: Any) -> Any:
         return shapes
+
+
+def _register_numba() -> None:
+    """A compiled refusal for the numba backend (else it falls back to object mode, warning)."""
+    try:
+        from pytensor.link.numba.dispatch.basic import numba_funcify, numba_njit
+    except ImportError:  # pragma: no cover - numba is optional for pytensor
+        return
+
+    @numba_funcify.register(RefuseForwardDraw)
+    def _numba_refuse(op: RefuseForwardDraw, node: Any = None, **kwargs: Any) -> Any:
+        msg = op.message()
+
+        @numba_njit
+        def refuse(x: Any) -> Any:  # pragma: no cover - compiled
+            if x.size >= 0:  # always: the branch only lets numba type the output as x's
+                raise RefusedDrawError(msg)
+            return x
+
+        return refuse
+
+
+_register_numba()
 
 
 class DirichletReleaseRV(PrivateRandomVariable):
