@@ -476,7 +476,13 @@ def _run_fit(argv: list[str], monkeypatch) -> None:
 
 
 @pytest.mark.parametrize(
-    "mechanism", [["--mechanism", "dirichlet"], ["--mechanism", "gaussian", "--inference", "naive"]]
+    "mechanism",
+    [
+        ["--mechanism", "dirichlet"],
+        ["--mechanism", "gaussian", "--inference", "naive"],
+        ["--mechanism", "laplace", "--inference", "noise-aware"]
+        + ["--draws", "20", "--tune", "20", "--chains", "1"],
+    ],
 )
 def test_neighbouring_files_publish_no_raw_count(cancer_files, tmp_path, monkeypatch, mechanism):
     """Issue 11, defect 7: two files differing in one record (a value made missing), fitted with
