@@ -480,8 +480,10 @@ def _run_fit(argv: list[str], monkeypatch) -> None:
     [
         ["--mechanism", "dirichlet"],
         ["--mechanism", "gaussian", "--inference", "naive"],
-        ["--mechanism", "laplace", "--inference", "noise-aware"]
-        + ["--draws", "20", "--tune", "20", "--chains", "1"],
+        [
+            *("--mechanism", "laplace", "--inference", "noise-aware"),
+            *("--draws", "20", "--tune", "20", "--chains", "1"),
+        ],
     ],
 )
 def test_neighbouring_files_publish_no_raw_count(cancer_files, tmp_path, monkeypatch, mechanism):

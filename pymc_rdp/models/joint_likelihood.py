@@ -894,8 +894,8 @@ def joint_model_from_network(
 
     Uses the network's releases, states, prior concentration and (``n="fitted"``) its record
     count (``N`` when the curator declared it public with ``fit(..., public_total=N)``, else the
-    network's estimate from the releases). The CPT variables have the same names and dims as the network's own model, so
-    ``network.cpt_draws(idata, node)`` reads draws of this model too.
+    network's estimate from the releases). The CPT variables have the same names and dims as the
+    network's own model, so ``network.cpt_draws(idata, node)`` reads draws of this model too.
     """
     if getattr(network, "mechanism", None) not in ("gaussian", "laplace"):
         raise ValueError("network must be fitted with mechanism='gaussian' or 'laplace'")
