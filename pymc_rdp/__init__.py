@@ -41,6 +41,7 @@ _EXPORTS: dict[str, str] = {
     "NoisyCounts": "pymc_rdp.distributions",
     "DirichletRelease": "pymc_rdp.distributions",
     "release": "pymc_rdp.distributions",
+    "RefusedDrawError": "pymc_rdp.distributions",
     "ledger": "pymc_rdp.distributions",
     "sample": "pymc_rdp.distributions",
     "attach_ledger": "pymc_rdp.distributions",

@@ -118,7 +118,7 @@ _DEMO_EPILOG = """\
 examples:
   pymc-rdp demo
   pymc-rdp demo --epsilon 0.5 --delta 1e-8 --mechanism gaussian --out adult-gauss
-  pymc-rdp demo --epsilon 2 --order 5 --mechanism laplace --seed 3
+  pymc-rdp demo --epsilon 2 --order 5 --mechanism laplace --seed 3   # seed of the MCMC only
 
 writes OUT/posterior.nc, OUT/ledger.json, OUT/releases.json, OUT/figures/*.png, OUT/report.md
 """
@@ -195,7 +195,23 @@ def _add_budget(p: argparse.ArgumentParser) -> None:
         "or use the naive clip-and-normalise CPTs; auto (default) is noise-aware unless the CPTs "
         f"have more than {NOISE_AWARE_MAX_CELLS} entries in all",
     )
-    p.add_argument("--seed", type=_seed, default=None, metavar="S", help="random seed")
+    p.add_argument(
+        "--seed",
+        type=_seed,
+        default=None,
+        metavar="S",
+        help="seed of the posterior sampler (MCMC) and of the demo's subsample; never of the "
+        "privacy noise, which always comes from OS entropy",
+    )
+    p.add_argument(
+        "--unsafe-noise-seed",
+        type=_seed,
+        default=None,
+        metavar="S",
+        help="reproducible privacy noise from this seed, for tests only: the releases are NOT "
+        "PRIVATE (anyone who knows or guesses the seed recovers the exact counts) and the "
+        "ledger and report say so",
+    )
     p.add_argument("--draws", type=_count, default=None, help="posterior draws per chain")
     p.add_argument("--tune", type=_count, default=None, help="tuning steps per chain")
     p.add_argument("--chains", type=_count, default=None, help="number of chains")
@@ -672,19 +688,6 @@ def _prepare_lazy(
     return frame.to_native()
 
 
-def _n_records(frame: Any) -> int:
-    """Number of records of a pandas frame or of a lazily read file (one count query)."""
-    from .counting import is_pandas
-
-    if is_pandas(frame):
-        return len(frame)
-    import narwhals as nw
-
-    out = nw.from_native(frame).select(nw.len())
-    out = out.collect() if isinstance(out, nw.LazyFrame) else out
-    return int(out.item())
-
-
 def _engine(args: argparse.Namespace) -> str:
     """The engine of ``fit``: ``--engine``, or DuckDB when installed for ``auto``."""
     from .counting.files import ENGINES, default_engine
@@ -709,11 +712,13 @@ def _fit_network(
     order: float | None,
     delta: float | None,
     neighbours: str,
-    seed: int | None,
+    noise_seed: int | None,
     noise_aware: bool = True,
     noise_model: str = "per-family",
 ) -> Any:
+    """Fit the network; ``noise_seed`` (``--unsafe-noise-seed``) makes the noise reproducible."""
     from .domains import FROM_DATA
+    from .mechanisms import UnsafeNoiseSeed
     from .models import BayesianNetwork
 
     if states is not None:  # the nodes without declared states: read from the data (flagged)
@@ -728,7 +733,7 @@ def _fit_network(
         neighbours=neighbours,
         noise_aware=noise_aware,
         noise_model=noise_model,
-        random_state=seed,
+        noise_source=None if noise_seed is None else UnsafeNoiseSeed(noise_seed),
     )
     return bn
 
@@ -885,6 +890,7 @@ def run_pipeline(
     delta: float | None,
     neighbours: str,
     seed: int | None,
+    noise_seed: int | None,
     sampling: dict[str, int],
     out: Path,
     progress: _Progress,
@@ -919,7 +925,7 @@ def run_pipeline(
         order,
         delta,
         neighbours,
-        seed,
+        noise_seed,
         noise_aware=noise_aware,
         noise_model="joint" if inference == "joint" and noise_aware else "per-family",
     )
@@ -959,7 +965,8 @@ def run_pipeline(
         "mechanism": mechanism,
         "neighbours": neighbours,
         "structure": {v: list(bn.parents[v]) for v in bn.nodes},
-        "n_records": bn.n_records,
+        # the number of records only when the caller declared it public (never the raw N)
+        "n_records": _public_n_records(bn),
         "families": [_release_record(bn, v) for v in bn.nodes],
         "ledger": json.loads(ledger_json),
     }
@@ -991,13 +998,13 @@ def run_pipeline(
                 order,
                 delta,
                 neighbours,
-                seed,
+                noise_seed,
                 noise_aware=False,
             )
             rows.append(
                 {"mechanism": m, "epsilon": e, "log_likelihood": b.log_likelihood(test, "skip")}
             )
-        b = _fit_network(structure, states, train, "none", None, None, None, neighbours, seed)
+        b = _fit_network(structure, states, train, "none", None, None, None, neighbours, None)
         if test is not None:
             reference["non-private (posterior mean)"] = b.log_likelihood(test, "skip")
         if public_reference:
@@ -1052,9 +1059,10 @@ def run_pipeline(
         "noise_aware": noise_aware,
         "inference_note": inference_note,
         "neighbours": neighbours,
-        "n_train": _n_records(train),
-        "n_test": None if test is None else len(test),
+        "has_test": test is not None,
         "test_log_likelihood": test_ll,
+        "private": acc.within_guarantee,
+        "declarations": acc.declarations,
         "guarantee": _guarantee(acc, epsilon, order, delta),
         "sampling": sampling if noise_aware else None,
         "figures": written,
@@ -1100,13 +1108,28 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
     add = lines.append
     add(f"# {s['title']}")
     add("")
+    if not s["private"]:
+        add(
+            "**NOT PRIVATE.** Part of what this run published is outside the privacy guarantee "
+            "(see the ledger's OUTSIDE THE GUARANTEE lines):"
+        )
+        for d in s["declarations"]:
+            if d["outside_guarantee"]:
+                add(f"- {d['kind']}: {d['detail']}")
+        add("")
     add(f"Generated by `{s['command']}` on {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC.")
     add("")
     add("## The data")
     add("")
-    add(f"- {s['n_train']:,} training records were used for the private release.")
-    if s["n_test"] is not None:
-        add(f"- {s['n_test']:,} held-out records were used only to measure utility.")
+    add(
+        "- The training records were used for the private release only; their number is not "
+        "published (it is private too)."
+    )
+    if s["has_test"]:
+        add(
+            "- Held-out records were used only to measure utility. They are not protected: the "
+            "held-out log-likelihood below is computed from them exactly."
+        )
     for note in s["data_notes"]:
         add(f"- {note}")
     add("")
@@ -1354,6 +1377,7 @@ def _cmd_demo(args: argparse.Namespace) -> None:
         delta=delta,
         neighbours=args.neighbours,
         seed=args.seed,
+        noise_seed=args.unsafe_noise_seed,
         sampling=_sampling(args, args.fast),
         out=out,
         progress=progress,
@@ -1407,9 +1431,7 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     if not lazy:
         states_from_data(train, [v for v in nodes if v not in states], name="data")
     _prepare_out(args.out)
-    progress.step(
-        f"read {_n_records(train):,} records of {len(nodes)} variables from {args.data} ({engine})"
-    )()
+    progress.step(f"read the records of {len(nodes)} variables from {args.data} ({engine})")()
     notes = [f"Data: `{args.data}`; network: `{args.structure}`."]
     from_data = [v for v in nodes if v not in states]
     source = "the schema" + (" and the BIF file" if args.structure.suffix == ".bif" else "")
@@ -1440,6 +1462,7 @@ def _cmd_fit(args: argparse.Namespace) -> None:
         delta=delta,
         neighbours=args.neighbours,
         seed=args.seed,
+        noise_seed=args.unsafe_noise_seed,
         sampling=_sampling(args, False),
         out=out,
         progress=progress,
@@ -1453,8 +1476,43 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     _print_summary(summary, out, progress)
 
 
+#: options whose value is a seed: the report shows the option, never the value
+_SEED_OPTIONS = ("--seed", "--unsafe-noise-seed")
+
+
 def _command_line(args: argparse.Namespace) -> str:
-    return " ".join([PROG, *sys.argv[1:]]) if sys.argv[1:] else f"{PROG} {args.command}"
+    """The command as typed, with the values of seed options replaced by ``S``."""
+    argv = list(sys.argv[1:])
+    if not argv:
+        return f"{PROG} {args.command}"
+    shown: list[str] = []
+    hide_next = False
+    for a in argv:
+        if hide_next:
+            shown.append("S")
+            hide_next = False
+            continue
+        name, eq, _ = a.partition("=")
+        # argparse accepts unambiguous prefixes (--unsafe 3)
+        if len(name) > 3 and any(o.startswith(name) for o in _SEED_OPTIONS):
+            if eq:
+                shown.append(f"{name}=S")
+            else:
+                shown.append(a)
+                hide_next = True
+            continue
+        shown.append(a)
+    return " ".join([PROG, *shown])
+
+
+def _public_n_records(bn: Any) -> int | None:
+    """The number of records if the caller declared it public, else ``None``.
+
+    An estimate from the noisy table totals would be post-processing, but anyone can compute it
+    from the releases; publishing it next to them adds nothing and reads like the exact count.
+    """
+    declared = any(d["kind"] == "public_total" for d in bn.accountant.declarations)
+    return bn.n_records if declared else None
 
 
 def _print_summary(summary: dict[str, Any], out: Path, progress: _Progress) -> None:

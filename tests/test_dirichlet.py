@@ -20,7 +20,7 @@ from pymc_rdp.dirichlet_divergence import (
     log_beta,
     renyi_divergence,
 )
-from pymc_rdp.mechanisms import DirichletMechanism, mechanism_from_dict
+from pymc_rdp.mechanisms import DirichletMechanism, UnsafeNoiseSeed, mechanism_from_dict
 
 SQRT2 = math.sqrt(2.0)
 HIST = {"replace-one": (SQRT2, 1.0), "add-remove": (1.0, 1.0)}
@@ -166,25 +166,25 @@ def test_params_round_trip_and_json() -> None:
 # ----------------------------------------------------------------------------------------------
 def test_release_shapes_and_simplex(rng: np.random.Generator) -> None:
     m = DirichletMechanism(0.5, 1.0, SQRT2, 1.0)
-    one = m.release(np.array([3, 0, 5, 1]), rng)
+    one = m.release(np.array([3, 0, 5, 1]), UnsafeNoiseSeed(1))
     assert one.shape == (4,)
-    table = m.release(np.array([[3, 0, 5], [0, 0, 0], [10, 2, 1]]), rng)
+    table = m.release(np.array([[3, 0, 5], [0, 0, 0], [10, 2, 1]]), UnsafeNoiseSeed(1))
     assert table.shape == (3, 3)
     np.testing.assert_allclose(table.sum(axis=-1), 1.0, rtol=0, atol=1e-15)
     batch = DirichletMechanism(np.array([0.1, 1.0]), 1.0, SQRT2, 1.0)
-    assert batch.release(np.array([[1, 2], [3, 4]]), rng).shape == (2, 2)
+    assert batch.release(np.array([[1, 2], [3, 4]]), UnsafeNoiseSeed(1)).shape == (2, 2)
 
 
 def test_release_tiny_parameters_never_degenerate(rng: np.random.Generator) -> None:
     m = DirichletMechanism(1e-4, 1e-2, SQRT2, 1.0)
     counts = rng.integers(0, 5, size=(20000, 6))
-    draws = m.release(counts, rng)
+    draws = m.release(counts, UnsafeNoiseSeed(1))
     assert np.isfinite(draws).all()
     assert (draws >= 0).all() and (draws.max(axis=-1) > 0).all()
     np.testing.assert_allclose(draws.sum(axis=-1), 1.0, rtol=0, atol=1e-14)
     # even smaller: most Gamma variates underflow in linear space
     m2 = DirichletMechanism(1e-6, 1e-3, SQRT2, 1.0)
-    assert np.isfinite(m2.release(np.zeros((5000, 3)), rng)).all()
+    assert np.isfinite(m2.release(np.zeros((5000, 3)), UnsafeNoiseSeed(1))).all()
 
 
 @pytest.mark.parametrize("conc", [[0.05, 0.3, 1.7], [0.9, 2.0, 5.0], [40.0, 3.0, 0.2]])
@@ -192,7 +192,7 @@ def test_release_marginals_are_beta(conc: list[float], rng: np.random.Generator)
     """θᵢ ~ Beta(aᵢ, A − aᵢ): Kolmogorov-Smirnov against scipy's Beta cdf."""
     a = np.asarray(conc)
     m = DirichletMechanism(1.0, a, SQRT2, 1.0)
-    draws = m.release(np.zeros((20000, 3)), rng)
+    draws = m.release(np.zeros((20000, 3)), UnsafeNoiseSeed(1))
     for i in range(3):
         p = stats.kstest(draws[:, i], stats.beta(a[i], a.sum() - a[i]).cdf).pvalue
         assert p > 1e-4
@@ -200,9 +200,16 @@ def test_release_marginals_are_beta(conc: list[float], rng: np.random.Generator)
     assert (np.abs(draws.mean(axis=0) - a / a.sum()) < 5 * se).all()
 
 
-def test_release_is_reproducible_with_seed() -> None:
+def test_release_is_reproducible_only_with_an_unsafe_seed() -> None:
     m = DirichletMechanism(0.5, 1.0, SQRT2, 1.0)
-    np.testing.assert_array_equal(m.release([1, 2, 3], 42), m.release([1, 2, 3], 42))
+    np.testing.assert_array_equal(
+        m.release([1, 2, 3], UnsafeNoiseSeed(42)), m.release([1, 2, 3], UnsafeNoiseSeed(42))
+    )
+    # OS entropy by default: two releases differ
+    assert not np.array_equal(m.release([1, 2, 3]), m.release([1, 2, 3]))
+    for bad in (42, np.random.default_rng(42)):
+        with pytest.raises(TypeError, match="noise_source must be None"):
+            m.release([1, 2, 3], bad)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -222,7 +229,7 @@ def test_release_is_reproducible_with_seed() -> None:
 def test_release_refuses_bad_counts(counts, match: str) -> None:
     m = DirichletMechanism(np.array([0.5, 0.7]), np.array([[1.0, 1.0, 2.0]]), SQRT2, 1.0)
     with pytest.raises(ValueError, match=match):
-        m.release(counts, 0)
+        m.release(counts)
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,10 @@
 """Privacy mechanisms with Rényi-DP curves: Gaussian, Laplace, randomized response, Dirichlet,
 the exponential-mechanism quantile.
 
-Every mechanism exposes ``rdp(orders)``, ``params()``, ``release(value, rng)``, ``to_dict()`` and a
-classmethod ``calibrate(...)``; :func:`mechanism_from_dict` rebuilds one from ``to_dict()``.
+Every mechanism exposes ``rdp(orders)``, ``params()``, ``release(value, noise_source=None)``,
+``to_dict()`` and a classmethod ``calibrate(...)``; :func:`mechanism_from_dict` rebuilds one from
+``to_dict()``. Privacy noise comes from :mod:`.noise` (OS entropy unless an explicit, non-private
+``UnsafeNoiseSeed`` is given).
 """
 
 from .base import CustomCurve, Mechanism, mechanism_from_dict, register_mechanism

@@ -32,7 +32,8 @@ from .. import _kernels
 from .. import rdp as _rdp
 from .._validation import as_float_array
 from ..dirichlet_divergence import NEIGHBOURS, exact_histogram_rdp
-from .base import Mechanism, as_generator, resolve_orders
+from .base import Mechanism, resolve_orders
+from .noise import resolve_noise_source
 
 __all__ = ["DirichletMechanism"]
 
@@ -247,7 +248,7 @@ class DirichletMechanism(Mechanism):
             ) from exc
         return np.broadcast_to(r * c + alpha, shape)
 
-    def release(self, value: Any, rng: Any = None) -> np.ndarray:
+    def release(self, value: Any, noise_source: Any = None) -> np.ndarray:
         """One exact draw from Dirichlet(r·counts + α) per row of ``counts``.
 
         Gamma variates normalised in log space: for a shape a < 1,
@@ -259,7 +260,10 @@ class DirichletMechanism(Mechanism):
         ----------
         value : array_like
             ``counts``: finite, ≥ 0, shape (K,) or (rows, K) (K categories on the last axis).
-        rng : None, int or numpy.random.Generator
+        noise_source : None or NoiseSource
+            ``None``: randomness from the operating system's entropy. ``UnsafeNoiseSeed(k)``:
+            reproducible and **not private** (tests only). An int or a NumPy generator is
+            refused (TypeError).
 
         Returns
         -------
@@ -267,8 +271,9 @@ class DirichletMechanism(Mechanism):
             Draws on the simplex (rows sum to 1), float64, of the broadcast shape of ``counts``
             with the mechanism's batch shape.
         """
+        source = resolve_noise_source(noise_source)
         conc = self.concentration(value)
-        gen = as_generator(rng)
+        gen = source.generator()
         small = conc < 1.0
         shape = np.where(small, conc + 1.0, conc)
         log_g = np.log(gen.standard_gamma(shape))

@@ -73,9 +73,19 @@ together with their exact between-table covariance (the linear-query model of
 :mod:`pymc_rdp.models.joint_likelihood`), which removes the approximation at a higher cost per
 gradient.
 
-The record count ``N`` is public under replace-one neighbours and is used as is; under
-add-remove neighbours it is not, and ``N`` is estimated from the releases (the mean of the noisy
-table totals, rounded), which is post-processing and costs nothing.
+The record count ``N`` is computed from the private records and is never used or published
+unless the caller declares it public (``fit(..., public_total=N)``, recorded in the ledger as a
+``"public_total"`` declaration), under either neighbouring relation: with ``--missing drop`` or
+per-region releases it is exactly what a neighbour changes. Otherwise ``N`` is estimated from the
+releases (the mean of the noisy table totals, rounded), which is post-processing and costs
+nothing; the Dirichlet mechanism publishes no total at all.
+
+Noise
+-----
+Privacy noise comes from the operating system's entropy (``noise_source=None``), never from a
+user seed; ``noise_source=pmr.UnsafeNoiseSeed(k)`` gives reproducible, **non-private** releases
+for tests, marked ``"unsafe_noise"`` (outside the guarantee) in the ledger. ``random_seed`` of
+:meth:`BayesianNetwork.sample` steers only the MCMC.
 """
 
 from __future__ import annotations
@@ -162,7 +172,7 @@ class BayesianNetwork:
     Examples
     --------
     >>> bn = BayesianNetwork({"smoker": [], "cancer": ["smoker"]})  # doctest: +SKIP
-    >>> bn.fit(df, mechanism="dirichlet", epsilon=1.0, order=5.0, random_state=1)  # doctest: +SKIP
+    >>> bn.fit(df, mechanism="dirichlet", epsilon=1.0, order=5.0)  # doctest: +SKIP
     >>> bn.cpts["cancer"]  # doctest: +SKIP
     """
 
@@ -250,10 +260,12 @@ class BayesianNetwork:
         accountant: Any = None,
         noise_aware: bool = True,
         alpha0: float = 1.0,
-        random_state: int | np.random.Generator | None = None,
+        noise_source: Any = None,
         likelihood: Literal["auto", "multinomial", "poissonised"] = "auto",
         margins: Literal["free", "network"] = "free",
         noise_model: Literal["per-family", "joint"] = "per-family",
+        public_total: int | None = None,
+        random_state: Any = None,
     ) -> BayesianNetwork:
         """Release every family table privately and build the model.
 
@@ -283,8 +295,11 @@ class BayesianNetwork:
         alpha0 : float
             Prior concentration of every CPT row (``Dirichlet(alpha0)``) and the Dirichlet
             mechanism's base concentration.
-        random_state : int or numpy.random.Generator, optional
-            Source of all the noise.
+        noise_source : None or NoiseSource
+            ``None`` (default): all privacy noise from the operating system's entropy.
+            ``pmr.UnsafeNoiseSeed(k)``: reproducible, **non-private** releases for tests (the
+            ledger records an ``"unsafe_noise"`` declaration outside the guarantee). An int or a
+            NumPy generator is refused (TypeError).
         likelihood : {"auto", "multinomial", "poissonised"}
             Noise-aware models only: how a family table's latent counts are marginalised.
             ``"multinomial"``: ``Multinomial(N, p_v)`` with :class:`NoisyCounts`' default mode
@@ -313,6 +328,15 @@ class BayesianNetwork:
             its latent scale mixture). Calibrated where the per-family model is not, and one to
             three orders of magnitude slower per gradient on networks the size of alarm (see
             ``docs/calibration.md``).
+        public_total : int, optional
+            The number of records, declared public by the caller (known outside the data). It
+            must equal ``len(df)``; it is recorded in the ledger (``"public_total"``), stored as
+            :attr:`n_records` and used as the models' ``N``. Default: ``N`` is not published and
+            the noise-aware models use the mean of the released table totals.
+        random_state : None
+            No longer accepted: ``fit`` runs no MCMC and its randomness is privacy noise, which a
+            user seed never steers. Any value other than ``None`` raises TypeError; use
+            ``noise_source`` here and ``sample(random_seed=...)`` for the MCMC.
 
         Returns
         -------
@@ -327,6 +351,16 @@ class BayesianNetwork:
         BudgetExceededError
             The fit does not fit into ``accountant``'s remaining budget; nothing was released.
         """
+        if random_state is not None:
+            raise TypeError(
+                "random_state is not accepted by fit(): privacy noise comes from OS entropy and "
+                "is never steered by a user seed. Use noise_source=pmr.UnsafeNoiseSeed(k) for "
+                "reproducible, non-private releases in tests, and sample(random_seed=...) for "
+                "the MCMC"
+            )
+        from ..mechanisms.noise import declare_unsafe_noise, resolve_noise_source
+
+        source = resolve_noise_source(noise_source)
         if mechanism not in _MECHANISMS:
             raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {mechanism!r}")
         if neighbours not in _NEIGHBOURS:
@@ -362,7 +396,7 @@ class BayesianNetwork:
             states, tables = _count_on_engine(df, self.structure, self._given_states)
             cards = {v: len(states[v]) for v in self.nodes}
             n_records = int(tables[self.nodes[0]].sum())
-        rng = np.random.default_rng(random_state)
+        n_public = _check_public_total(public_total, n_records)
 
         acc = mech = None
         if mechanism != "none":
@@ -385,7 +419,8 @@ class BayesianNetwork:
         self.noise_model = noise_model if self.noise_aware else None
         self.states = states
         self.cards = cards
-        self.n_records = n_records if neighbours == "replace-one" else None
+        # N leaves the curator only when declared public (or without privacy)
+        self.n_records = n_records if mechanism == "none" else n_public
         self.alpha0 = alpha0
 
         if mechanism == "none":
@@ -404,13 +439,23 @@ class BayesianNetwork:
             released = {}
             for v in self.nodes:
                 acc.spend(mech, tag=f"bn:{v}")  # charge first, then draw
-                released[v] = np.asarray(mech.release(tables[v], rng), dtype=np.float64)
+                declare_unsafe_noise(acc, source, f"release 'bn:{v}'")
+                released[v] = np.asarray(mech.release(tables[v], source), dtype=np.float64)
+            if n_public is not None:
+                acc.declare(
+                    "public_total",
+                    f"the number of records N = {n_public} of the fit was declared public by "
+                    "the caller",
+                    outside_guarantee=False,
+                )
             self.releases = released
             self._point_cpts = {v: _normalise(released[v]) for v in self.nodes}
             self.model = self._build_point_model(self._point_cpts)
         else:
             self.releases = {
-                v: _privatize(tables[v].reshape(-1), mech, acc, f"bn:{v}", rng, neighbours)
+                v: _privatize(
+                    tables[v].reshape(-1), mech, acc, f"bn:{v}", source, neighbours, n_public
+                )
                 for v in self.nodes
             }
             if self.n_records is None:
@@ -834,11 +879,35 @@ def _least(meets: Any, start: float) -> float:
 
 
 def _privatize(
-    statistic: np.ndarray, mech: Any, acc: Any, tag: str, rng: Any, neighbours: str
+    statistic: np.ndarray,
+    mech: Any,
+    acc: Any,
+    tag: str,
+    noise_source: Any,
+    neighbours: str,
+    public_total: int | None = None,
 ) -> Any:
     from ..distributions import privatize
 
-    return privatize(statistic, mech, acc, tag, rng, neighbours=neighbours)
+    return privatize(
+        statistic, mech, acc, tag, noise_source, neighbours=neighbours, public_total=public_total
+    )
+
+
+def _check_public_total(public_total: Any, n: int) -> int | None:
+    """``None``, or the caller's public number of records after checking it is ``len(df)``."""
+    if public_total is None:
+        return None
+    if isinstance(public_total, (bool, np.bool_)) or not isinstance(
+        public_total, (int, np.integer)
+    ):
+        raise TypeError(f"public_total must be None or an int, got {public_total!r}")
+    if int(public_total) != n:
+        raise ValueError(
+            "public_total does not equal the number of records of df: declare only a total "
+            "that is known outside the data and matches it"
+        )
+    return int(public_total)
 
 
 def _count_on_engine(

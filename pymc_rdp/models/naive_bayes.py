@@ -53,6 +53,7 @@ from ..mechanisms import (
     LaplaceMechanism,
     Mechanism,
 )
+from ..mechanisms.noise import UnsafeNoiseSeed, declare_unsafe_noise, resolve_noise_source
 
 __all__ = ["NaiveBayes"]
 
@@ -150,8 +151,13 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
     classes : None, "from-data" or sequence
         The public class labels, in order (``classes_``), like ``categories``: a declared label
         never observed gets zero counts, a label outside them is refused.
-    random_state : None, int or numpy.random.Generator
-        Source of randomness of the releases.
+    noise_source : None or NoiseSource
+        ``None`` (default): the releases' noise comes from the operating system's entropy.
+        ``pmr.UnsafeNoiseSeed(k)``: reproducible, **non-private** releases for tests (the ledger
+        records an ``"unsafe_noise"`` declaration outside the guarantee). An int or a NumPy
+        generator is refused (TypeError) at :meth:`fit`. Every fit starts the seed's stream
+        afresh. There is no ``random_state``: a fit runs no MCMC, and privacy noise is never
+        steered by a user seed.
 
     Attributes
     ----------
@@ -200,7 +206,7 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         accountant: Accountant | None = None,
         categories: str | Sequence[Sequence[Any]] | Mapping[Any, Sequence[Any]] | None = None,
         classes: str | Sequence[Any] | None = None,
-        random_state: int | np.random.Generator | None = None,
+        noise_source: Any = None,
     ) -> None:
         self.mechanism = mechanism
         self.epsilon = epsilon
@@ -212,7 +218,7 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         self.accountant = accountant
         self.categories = categories
         self.classes = classes
-        self.random_state = random_state
+        self.noise_source = noise_source
 
     # ------------------------------------------------------------------------------- checks
 
@@ -235,6 +241,10 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
             self._delta = delta
         self._alpha0 = _positive_scalar(self.alpha0, "alpha0")
         self._smoothing = _positive_scalar(self.smoothing, "smoothing")
+        noise = resolve_noise_source(self.noise_source)
+        # a fresh stream per fit, so that fitting never changes the parameter (scikit-learn's
+        # convention for seeds) and refits with the same UnsafeNoiseSeed repeat the same noise
+        self._noise = UnsafeNoiseSeed(noise.seed) if isinstance(noise, UnsafeNoiseSeed) else noise
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
             raise TypeError(
                 f"accountant must be None or an Accountant, got {type(self.accountant)!r}"
@@ -400,7 +410,7 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
             accountant, read + (["y (classes)"] if classes_from_data else []), "NaiveBayes.fit"
         )
 
-        rng = np.random.default_rng(self.random_state)
+        source = self._noise
         released = []
         for t, (tag, table) in enumerate(zip(tags, [class_counts, *tables], strict=True)):
             # charge first, then draw the noise
@@ -410,7 +420,8 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
                 accountant.spend_batch(
                     [mech] * n_classes, tags=[tag] * n_classes, group=tag, partitions=partitions
                 )
-            out = np.asarray(mech.release(table, rng), dtype=np.float64)
+            declare_unsafe_noise(accountant, source, f"release {tag!r}")
+            out = np.asarray(mech.release(table, source), dtype=np.float64)
             self.releases_[tag] = out
             released.append(self._to_probabilities(out))
         self.class_log_prior_ = np.log(released[0])
