@@ -89,18 +89,30 @@ def test_sklearn_api_basics(rng: np.random.Generator) -> None:
 
 @pytest.mark.parametrize("mechanism", ["none", "dirichlet"])
 def test_sklearn_estimator_checks(mechanism: str) -> None:
+    # The checks refit the estimator and its clones hundreds of times. Every private fit is
+    # charged to one shared accountant, so they need an accountant whose budget covers them all
+    # (here: none, an accountant without a limit); it must collect every fit.
+    acc = Accountant() if mechanism != "none" else None
     with warnings.catch_warnings():
         # sklearn's own checks emit SkipTestWarning and cast warnings on their probe data
         warnings.simplefilter("ignore")
-        results = check_estimator(NaiveBayes(mechanism=mechanism, random_state=0), on_fail=None)
+        results = check_estimator(
+            NaiveBayes(mechanism=mechanism, random_state=0, accountant=acc), on_fail=None
+        )
     failed = [r["check_name"] for r in results if r["status"] == "failed"]
     assert failed == []
     assert sum(r["status"] == "passed" for r in results) > 40
+    if acc is not None:
+        assert sum(e.tag == "naive_bayes/class" for e in acc.ledger) > 40
 
 
 def test_cross_val_score_clones(german: tuple) -> None:
     X_train, _, y_train, _ = german
-    scores = cross_val_score(NaiveBayes(mechanism="dirichlet", random_state=0), X_train, y_train)
+    # five fits on the private data: the accountant must afford five budgets of ε = 1
+    acc = Accountant.at_order(5.0, 5.0)
+    est = NaiveBayes(mechanism="dirichlet", epsilon=1.0, order=5.0, random_state=0, accountant=acc)
+    scores = cross_val_score(est, X_train, y_train)
+    assert sum(e.tag == "naive_bayes/class" for e in acc.ledger) == 5
     assert scores.shape == (5,)
     assert np.all((scores > 0.4) & (scores <= 1.0))
 

@@ -10,7 +10,9 @@ Charging
 --------
 Each released draw costs the mechanism's curve ε(λ); ``k`` draws cost k·ε(λ) (sequential
 composition, Mironov 2017 Proposition 1). The rows of a CPT compose in parallel: they are charged
-in one accountant *group* with one *partition* per row, so the table costs the maximum over rows.
+in one accountant *group* with one *partition* per row, so the table costs the maximum over rows;
+every table of every call to :func:`release` gets a fresh group (:meth:`Accountant.new_group`),
+closed once charged, so rows of two releases never merge.
 Under add/remove neighbours one record touches one row, which is parallel composition proper.
 Under replace-one neighbours a record may move between two rows; each of those rows then sees
 an add/remove change, whose Theorem-1 cost is (λ r² · 1 / 2) ψ′(·) — half of the replace-one
@@ -240,7 +242,7 @@ def _charges(nodes: list[dict[str, Any]], draws: int) -> list[dict[str, Any]]:
                         "mechanism": _row_mechanism(mech, i),
                         "count": draws,
                         "tag": f"{tag}[{i}]",
-                        "group": tag,
+                        "group": node.get("group", tag),
                         "partition": i,
                     }
                 )
@@ -316,10 +318,13 @@ def release(
             )
     if not nodes:
         raise ValueError("the model has no DirichletRelease to release")
+    for node in nodes:  # each CPT of this release is its own parallel group
+        if node["rows"] is not None:
+            node["group"] = accountant.new_group(node["tag"])
     calls = _charges(nodes, int(draws))
 
     # All or nothing: try the whole plan on a copy first, then charge for real.
-    trial = Accountant.from_json(accountant.to_json())
+    trial = accountant.fork()
     try:
         for call in calls:
             trial.spend(**call)
@@ -330,6 +335,9 @@ def release(
         ) from exc
     for call in calls:
         accountant.spend(**call)
+    for node in nodes:
+        if "group" in node:
+            accountant.close_group(node["group"])
 
     gen = as_generator(random_seed)
     data_vars = {}
