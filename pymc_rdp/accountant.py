@@ -38,6 +38,7 @@ exceed it raises :class:`BudgetExceededError` and leaves the accountant exactly 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -1509,7 +1510,9 @@ def _empty_from_doc(cls: type[Accountant], doc: dict[str, Any]) -> Accountant:
     return acc
 
 
-_STORED_FIELDS = ("tag", "mechanism", "params", "count", "group", "partition", "curve")
+# the fields of a stored entry: those of LedgerEntry but its position (a field added to
+# LedgerEntry must also be restored by from_json, or the reloaded chain no longer matches)
+_STORED_FIELDS = tuple(f.name for f in dataclasses.fields(LedgerEntry) if f.name != "index")
 
 
 def _check_entry(e: Any, i: int) -> dict[str, Any]:
