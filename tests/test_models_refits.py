@@ -36,8 +36,15 @@ def _data(n: int = 300, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
     return pd.DataFrame(cols), y
 
 
-def _nb(**kw) -> NaiveBayes:
-    return NaiveBayes(mechanism="dirichlet", epsilon=1.0, order=5.0, categories=[STATES] * K, **kw)
+def _nb(classes=("a", "b"), **kw) -> NaiveBayes:
+    return NaiveBayes(
+        mechanism="dirichlet",
+        epsilon=1.0,
+        order=5.0,
+        categories=[STATES] * K,
+        classes=list(classes),
+        **kw,
+    )
 
 
 def _eps5(acc: Accountant) -> float:
@@ -50,7 +57,8 @@ def test_fits_with_different_labels_are_charged_separately():
     relabel = [{"a": "a", "b": "b"}, {"a": "c", "b": "d"}, {"a": "a", "b": "e"}]
     got = []
     for mapping in relabel:
-        _nb(accountant=acc).fit(X, np.array([mapping[v] for v in y]))
+        labels = np.array([mapping[v] for v in y])
+        _nb(classes=sorted(set(labels)), accountant=acc).fit(X, labels)
         got.append(_eps5(acc))
     # one fit costs ε(5) = 1 (up to the calibration margin); three fits cost 3
     np.testing.assert_allclose(got, [1.0, 2.0, 3.0], rtol=1e-6)
@@ -115,13 +123,7 @@ def test_refits_of_a_smaller_share_fit_until_the_budget_is_spent():
     # the first fit took ε = 1 of the accountant's ε = 1 budget: nothing is left
     with pytest.raises(BudgetExceededError):
         est.fit(X, y)
-    spread = NaiveBayes(
-        mechanism="dirichlet",
-        epsilon=1.0,
-        order=5.0,
-        categories=[STATES] * K,
-        accountant=Accountant.at_order(1.0, 5.0),
-    )
+    spread = _nb(accountant=Accountant.at_order(1.0, 5.0))
     spread.set_params(epsilon=0.25)
     for _ in range(4):  # four fits of ε = 0.25 fill ε = 1, the fifth is refused
         spread.fit(X, y)
