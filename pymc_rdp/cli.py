@@ -148,6 +148,11 @@ examples:
 
 FILE may be a result .nc (the ledger is stored in its attributes), a ledger/accountant
 .json, the releases.json of a run, or a single release .json.
+
+A ledger is verified on load: every entry's curve is recomputed from its mechanism and its
+hash chain is checked; an edited ledger is refused (exit status 1). The ε printed is that of
+the recomputed curves. --digest checks the ledger against a published digest (the
+"ledger digest" line of a report); --key-file checks its HMAC-SHA256 signature.
 """
 
 
@@ -328,6 +333,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="δ of the (ε, δ) conversion (default: the budget's δ, else 1e-6)",
     )
     ledger.add_argument("--json", action="store_true", help="print the ledger as JSON instead")
+    ledger.add_argument(
+        "--digest",
+        default=None,
+        metavar="HEX",
+        help="refuse the ledger unless its sha256 chain digest is HEX (64 hex digits)",
+    )
+    ledger.add_argument(
+        "--key-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="verify the ledger's HMAC-SHA256 signature with the key in PATH (raw bytes)",
+    )
     ledger.set_defaults(func=_cmd_ledger)
     return parser
 
@@ -1534,38 +1552,48 @@ def _print_summary(summary: dict[str, Any], out: Path, progress: _Progress) -> N
 # ------------------------------------------------------------------------------ ledger
 
 
-def load_ledger(path: Path) -> Any:
-    """An :class:`~pymc_rdp.Accountant` rebuilt from a saved ledger, run or release file."""
+def load_ledger(path: Path, *, expected_digest: str | None = None, key: bytes | None = None) -> Any:
+    """An :class:`~pymc_rdp.Accountant` rebuilt from a saved ledger, run or release file.
+
+    A stored accountant is verified by :meth:`~pymc_rdp.Accountant.from_json` (curves
+    recomputed, hash chain, ``expected_digest``, signature with ``key``); a refusal is a
+    CLIError naming the file.
+    """
     path = Path(path)
+    verify = {"expected_digest": expected_digest, "key": key}
     if not path.exists():
         raise CLIError(f"file not found: {path}")
     if path.is_dir():
         for name in ("ledger.json", "posterior.nc"):
             if (path / name).exists():
-                return load_ledger(path / name)
+                return load_ledger(path / name, **verify)
         raise CLIError(f"{path} is a directory without ledger.json or posterior.nc")
     with path.open("rb") as f:
         head = f.read(8)
     if head.startswith(b"\x89HDF") or path.suffix.lower() in (".nc", ".h5", ".netcdf"):
-        return _ledger_from_doc(_ledger_from_netcdf(path), path)
+        return _ledger_from_doc(_ledger_from_netcdf(path), path, verify)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise CLIError(f"{path} is neither a netCDF result nor a JSON file") from None
-    return _ledger_from_doc(doc, path)
+    return _ledger_from_doc(doc, path, verify)
 
 
 #: keys under which a ledger may be stored, most complete first
 _LEDGER_KEYS = ("pymc_rdp_accountant", "accountant", "ledger", "pymc_rdp_ledger")
 
 
-def _ledger_from_doc(doc: Any, path: Path) -> Any:
+def _ledger_from_doc(doc: Any, path: Path, verify: dict[str, Any] | None = None) -> Any:
     from .accountant import Accountant
 
+    verify = verify or {}
     if isinstance(doc, dict):
         fmt = doc.get("format")
         if fmt == "pymc-rdp-ledger":
-            return Accountant.from_json(json.dumps(doc))
+            try:
+                return Accountant.from_json(json.dumps(doc), **verify)
+            except ValueError as exc:
+                raise CLIError(f"{path}: the ledger does not verify, refused: {exc}") from None
         for key in _LEDGER_KEYS:
             if key in doc:
                 inner = doc[key]
@@ -1574,19 +1602,21 @@ def _ledger_from_doc(doc: Any, path: Path) -> Any:
                         inner = json.loads(inner)
                     except json.JSONDecodeError:
                         continue
-                return _ledger_from_doc(inner, path)
+                return _ledger_from_doc(inner, path, verify)
         if fmt == "pymc-rdp.release" or isinstance(doc.get("mechanism"), dict):
-            return _ledger_from_releases([doc], path)
+            return _ledger_from_releases([doc], path, verify)
     if (
         isinstance(doc, list)
         and doc
         and all(isinstance(d, dict) and isinstance(d.get("mechanism"), dict) for d in doc)
     ):
-        return _ledger_from_releases(doc, path)
+        return _ledger_from_releases(doc, path, verify)
     raise CLIError(f"{path} holds no pymc-rdp ledger, accountant or release")
 
 
-def _ledger_from_releases(docs: list[dict[str, Any]], path: Path) -> Any:
+def _ledger_from_releases(
+    docs: list[dict[str, Any]], path: Path, verify: dict[str, Any] | None = None
+) -> Any:
     """A ledger rebuilt from release records: each mechanism re-evaluated on the default orders.
 
     Used for files that carry mechanisms but no accountant (a single release, or the private
@@ -1596,6 +1626,11 @@ def _ledger_from_releases(docs: list[dict[str, Any]], path: Path) -> Any:
     from .accountant import Accountant
     from .mechanisms import mechanism_from_dict
 
+    if verify and any(v is not None for v in verify.values()):
+        raise CLIError(
+            f"{path} holds releases but no stored ledger: there is no digest or signature to "
+            "verify (point at ledger.json or posterior.nc)"
+        )
     acc = Accountant()
     for d in docs:
         entry = d.get("entry") or {}
@@ -1627,7 +1662,16 @@ def _ledger_from_netcdf(path: Path) -> dict[str, str]:
 
 
 def _cmd_ledger(args: argparse.Namespace) -> None:
-    acc = load_ledger(args.file)
+    key = None
+    if args.key_file is not None:
+        key = args.key_file.read_bytes()
+        if not key:
+            raise CLIError(f"--key-file {args.key_file} is empty")
+    if args.digest is not None:
+        d = args.digest.strip().lower()
+        if len(d) != 64 or any(c not in "0123456789abcdef" for c in d):
+            raise _UsageError(f"--digest must be 64 hexadecimal digits, got {args.digest!r}")
+    acc = load_ledger(args.file, expected_digest=args.digest, key=key)
     if args.json:
         print(acc.to_json())
         return
@@ -1644,6 +1688,8 @@ def _cmd_ledger(args: argparse.Namespace) -> None:
         if acc.budget_order is not None:
             e_b, lam = acc.budget_order
             print(f"RDP: ε({lam:g}) = {float(acc.rdp([lam])[0]):.6g} (budget {e_b:g})")
+    if args.digest is not None:
+        print(f"the ledger matches the expected digest {args.digest.strip().lower()}")
 
 
 if __name__ == "__main__":

@@ -148,6 +148,18 @@ def test_ledger_command_prints_the_epsilon(demo_dir, capsys):
     assert capsys.readouterr().out.strip() == acc.to_json()
 
 
+def test_the_published_digest_verifies_every_stored_ledger(demo_dir, capsys):
+    import re
+
+    report = (demo_dir / "report.md").read_text(encoding="utf-8")
+    (digest,) = set(re.findall(r"ledger digest \(sha256 chain\): ([0-9a-f]{64})", report))
+    for src in ("posterior.nc", "ledger.json"):
+        assert main(["ledger", str(demo_dir / src), "--digest", digest]) == 0
+        assert "matches the expected digest" in capsys.readouterr().out
+        assert main(["ledger", str(demo_dir / src), "--digest", "0" * 64]) == 1
+        assert "differs from the expected" in capsys.readouterr().err
+
+
 def test_ledger_command_through_the_subprocess(demo_dir):
     proc = _run("ledger", str(demo_dir / "posterior.nc"))
     assert proc.returncode == 0, proc.stderr

@@ -103,8 +103,12 @@ def test_sklearn_api_basics(rng: np.random.Generator) -> None:
 
 @pytest.mark.parametrize("mechanism", ["none", "dirichlet"])
 def test_sklearn_estimator_checks(mechanism: str) -> None:
-    # a private fit reads the domain from sklearn's probe data only under the explicit opt-in
-    kw = FROM_DATA if mechanism != "none" else {}
+    # The checks refit the estimator and its clones hundreds of times. Every private fit is
+    # charged to one shared accountant, so they need an accountant whose budget covers them all
+    # (here: none, an accountant without a limit); it must collect every fit. A private fit
+    # reads the domain from sklearn's probe data only under the explicit opt-in.
+    acc = Accountant() if mechanism != "none" else None
+    kw = {**FROM_DATA, "accountant": acc} if mechanism != "none" else {}
     with warnings.catch_warnings():
         # sklearn's own checks emit SkipTestWarning and cast warnings on their probe data
         warnings.simplefilter("ignore")
@@ -118,12 +122,24 @@ def test_sklearn_estimator_checks(mechanism: str) -> None:
         assert "non-integral numbers and cannot be a domain" in str(cause), r["check_name"]
     assert len(failed) <= (1 if mechanism != "none" else 0)
     assert sum(r["status"] == "passed" for r in results) > 40
+    if acc is not None:
+        assert sum(e.tag == "naive_bayes/class" for e in acc.ledger) > 40
 
 
 def test_cross_val_score_clones(german: tuple) -> None:
     X_train, _, y_train, _ = german
-    model = NaiveBayes(mechanism="dirichlet", noise_source=UnsafeNoiseSeed(0), **FROM_DATA)
+    # five fits on the private data: the accountant must afford five budgets of ε = 1
+    acc = Accountant.at_order(5.0, 5.0)
+    model = NaiveBayes(
+        mechanism="dirichlet",
+        epsilon=1.0,
+        order=5.0,
+        noise_source=UnsafeNoiseSeed(0),
+        accountant=acc,
+        **FROM_DATA,
+    )
     scores = cross_val_score(model, X_train, y_train)
+    assert sum(e.tag == "naive_bayes/class" for e in acc.ledger) == 5
     assert scores.shape == (5,)
     assert np.all((scores > 0.4) & (scores <= 1.0))
 
@@ -686,7 +702,8 @@ def test_no_random_state_and_seeds_refused_as_noise(rng: np.random.Generator) ->
     # the default draws fresh OS noise on every fit
     model = NaiveBayes(mechanism="gaussian", epsilon=1.0, **TOY_DOMAIN)
     first = model.fit(X, y).releases_["naive_bayes/class"]
-    assert not np.array_equal(first, model.fit(X, y).releases_["naive_bayes/class"])
+    again = NaiveBayes(mechanism="gaussian", epsilon=1.0, **TOY_DOMAIN).fit(X, y)
+    assert not np.array_equal(first, again.releases_["naive_bayes/class"])
     assert model.accountant_.within_guarantee
 
 
@@ -697,7 +714,10 @@ def test_unsafe_seed_is_reproducible_unchanged_by_fit_and_declared(
     source = UnsafeNoiseSeed(9)
     model = NaiveBayes(mechanism="laplace", noise_source=source, **TOY_DOMAIN)
     a = model.fit(X, y).releases_["naive_bayes/class"]
-    b = model.fit(X, y).releases_["naive_bayes/class"]  # each fit restarts the seed's stream
+    # each fit restarts the seed's stream (a second estimator: a refit would be charged to the
+    # first fit's accountant, whose budget is spent)
+    other = NaiveBayes(mechanism="laplace", noise_source=source, **TOY_DOMAIN)
+    b = other.fit(X, y).releases_["naive_bayes/class"]
     np.testing.assert_array_equal(a, b)
     assert model.get_params()["noise_source"] is source
     assert source.generator().random() == UnsafeNoiseSeed(9).generator().random()  # untouched

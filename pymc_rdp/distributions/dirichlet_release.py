@@ -376,7 +376,7 @@ def release(
     calls = _charges(nodes, int(draws))
 
     # All or nothing: try the whole plan on a copy first, then charge for real.
-    trial = Accountant.from_json(accountant.to_json())
+    trial = accountant.fork()
     try:
         for call in calls:
             trial.spend(**call)

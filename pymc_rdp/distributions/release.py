@@ -309,7 +309,9 @@ def privatize(
     round : bool
         Round the noisy values to integers (post-processing; modelled as interval-censoring).
     group, partition : optional
-        Parallel-composition keys passed to :meth:`Accountant.spend`.
+        Parallel-composition keys passed to :meth:`Accountant.spend`. The partitions of one
+        release share a group that no other release uses: take it from
+        :meth:`Accountant.new_group` (or ``with accountant.parallel(label) as group:``).
     public_total : int, optional
         The table's total, declared public by the caller (e.g. a census count known outside
         the data). It must equal the table's total; it is stored as ``Release.total`` and

@@ -287,8 +287,11 @@ class BayesianNetwork:
         neighbours : {"replace-one", "add-remove"}
             The neighbouring relation, which fixes the sensitivities of a table.
         accountant : Accountant, optional
-            Charged with every release. Default: a new accountant with the budget
-            (``Accountant.at_order(epsilon, order)`` or ``Accountant((epsilon, delta))``).
+            Charged with every release. Default: the accountant of this network's previous
+            private fit (refits of the same data are releases too, and averaging them defeats
+            the noise), else a new accountant with the budget (``Accountant.at_order(epsilon,
+            order)`` or ``Accountant((epsilon, delta))``), kept for later refits. A refit with
+            the whole budget again is therefore refused.
         noise_aware : bool
             Gaussian/Laplace only: model the noise (True) or use the naive clip-and-normalise
             CPTs (False).
@@ -400,7 +403,10 @@ class BayesianNetwork:
 
         acc = mech = None
         if mechanism != "none":
+            if accountant is None:  # a refit charges the accountant of the previous fit
+                accountant = self.__dict__.get("_last_accountant")
             acc = _make_accountant(accountant, epsilon, order, delta)
+            self._last_accountant = acc
             mech = self._calibrate(mechanism, neighbours, epsilon, order, delta, alpha0, acc)
             n_fam = self.structure.n_families
             from ..accountant import BudgetExceededError
@@ -408,7 +414,8 @@ class BayesianNetwork:
             if not acc.can_spend(mech, count=n_fam):
                 raise BudgetExceededError(
                     f"the {n_fam} family releases ({mech!r} each) do not fit into the "
-                    "accountant's remaining budget; nothing was released"
+                    "accountant's remaining budget (without accountant=, a refit is charged to "
+                    "the accountant of the previous fit); nothing was released"
                 )
             declare_from_data(acc, from_data, "BayesianNetwork.fit")
 
