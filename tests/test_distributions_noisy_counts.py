@@ -299,7 +299,7 @@ def test_bad_totals_refused():
         D.NoisyCounts.dist(-3, np.array([0.5, 0.5]), mechanism=LAP)
     with pytest.raises(TypeError, match="must be continuous"):
         D.NoisyCounts.dist(pt.lscalar("n"), np.array([0.5, 0.5]), mechanism=LAP)
-    rel = D.privatize(np.array([4, 6]), DLAP, Accountant(), "t")
+    rel = D.privatize(np.array([4, 6]), DLAP, Accountant(), "t", public_total=10)
     with pytest.raises(ValueError, match="differs from the release's public total"):
         _model_with(12, rel)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -52,7 +53,7 @@ def test_privatize_charges_once_and_records_the_entry():
     assert rel.values.shape == (4,) and rel.values.dtype == np.float64
     assert (rel.values == np.round(rel.values)).all()  # integers: no floating-point artefacts
     assert not rel.values.flags.writeable
-    assert rel.total == 20.0
+    assert rel.total is None  # no total unless declared public
 
 
 def test_noise_has_the_mechanism_distribution():
@@ -110,8 +111,6 @@ def test_continuous_mechanisms_refused_for_count_tables_and_nothing_charged():
         D.privatize(COUNTS, GaussianMechanism(2.0, math.sqrt(2.0)), acc, "g")
     with pytest.raises(TypeError, match="DiscreteLaplaceMechanism"):
         D.privatize(COUNTS, LaplaceMechanism(3.0, 2.0), acc, "l")
-    with pytest.raises(TypeError, match="rng does not steer privacy noise"):
-        D.privatize(COUNTS, LAP, acc, "r", rng=1)
     with pytest.raises(TypeError, match="noise_source must be None"):
         D.privatize(COUNTS, LAP, acc, "s", noise_source=1)
     assert len(acc.ledger) == 0
@@ -138,7 +137,7 @@ def test_json_round_trip_is_exact_and_never_renoised():
 
 
 def test_release_from_json_errors():
-    rel = D.privatize(COUNTS, LAP, Accountant(), "t")
+    rel = D.privatize(COUNTS, LAP, Accountant(), "t", noise_source=UnsafeNoiseSeed(0))
     d = rel.to_dict()
     with pytest.raises(ValueError, match="not a release"):
         D.Release.from_dict({**d, "format": "other"})
@@ -167,7 +166,7 @@ def test_release_from_json_errors():
 def test_bad_statistic(statistic, exc, match):
     acc = Accountant()
     with pytest.raises(exc, match=match):
-        D.privatize(statistic, LAP, acc, "t")
+        D.privatize(statistic, LAP, acc, "t", noise_source=UnsafeNoiseSeed(0))
     assert len(acc.ledger) == 0
 
 
@@ -202,3 +201,95 @@ def test_other_bad_arguments():
     with pytest.raises(ValueError, match="neighbours must be one of"):
         D.privatize(COUNTS, LAP, acc, "t", neighbours="swap")
     assert len(acc.ledger) == 0
+
+
+# ------------------------------------------------------------- issue 11: seeds and totals
+
+
+def test_per_region_releases_do_not_publish_region_sizes():
+    """Issue 11, defect 7: the documented parallel pattern releases one table per region; the
+    release (and its JSON) stored each region's exact size. Run on two neighbouring datasets (one
+    record moved between regions): nothing but the noisy values differs, and no size appears."""
+    regions = {"north": np.array([40, 13, 7]), "south": np.array([22, 9, 31])}
+    moved = {"north": np.array([40, 13, 6]), "south": np.array([22, 9, 32])}
+    docs = []
+    for data in (regions, moved):
+        acc = Accountant()
+        out = {
+            name: D.privatize(t, LAP, acc, f"region/{name}", group="regions", partition=name)
+            for name, t in data.items()
+        }
+        for name, rel in out.items():
+            assert rel.total is None
+            doc = json.loads(rel.to_json())
+            assert doc["total"] is None
+            assert float(data[name].sum()) not in _numbers(doc)
+            docs.append({k: v for k, v in doc.items() if k != "values"})
+        assert acc.declarations == ()
+    assert docs[:2] == docs[2:]
+
+
+def _numbers(doc: dict) -> set[float]:
+    """Every number in a release's JSON except its released values."""
+    found: set[float] = set()
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k not in ("values", "curve"):
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+        elif isinstance(x, (int, float)) and not isinstance(x, bool):
+            found.add(float(x))
+
+    walk(doc)
+    return found
+
+
+def test_public_total_only_when_declared_and_checked():
+    acc = Accountant()
+    rel = D.privatize(COUNTS, LAP, acc, "t", public_total=20)
+    assert rel.total == 20.0 and json.loads(rel.to_json())["total"] == 20.0
+    assert D.Release.from_json(rel.to_json()).total == 20.0
+    (decl,) = acc.declarations
+    assert decl["kind"] == "public_total" and decl["outside_guarantee"] is False
+    assert "'t'" in decl["detail"] and acc.within_guarantee
+    assert "declared public (public_total)" in acc.report()
+    before = acc.to_json()
+    with pytest.raises(ValueError, match="public_total does not equal the table's total"):
+        D.privatize(COUNTS, LAP, acc, "u", public_total=21)
+    for bad, exc in ((True, TypeError), ("20", TypeError), (-1, ValueError), (2.5, ValueError)):
+        with pytest.raises(exc, match="public_total"):
+            D.privatize(COUNTS, LAP, acc, "u", public_total=bad)
+    assert acc.to_json() == before
+    # a refused (over-budget) release declares nothing
+    tight = Accountant.at_order(1e-3, 2.0)
+    with pytest.raises(BudgetExceededError):
+        D.privatize(COUNTS, LAP, tight, "t", public_total=20)
+    assert tight.declarations == ()
+
+
+@pytest.mark.parametrize("bad", [0, 7, np.int64(7), np.random.default_rng(7), "seed"])
+def test_seeds_and_generators_are_refused_as_noise(bad):
+    """Issue 11, defect 2: an int or a generator never steers privacy noise."""
+    acc = Accountant()
+    with pytest.raises(TypeError, match="noise_source must be None"):
+        D.privatize(COUNTS, LAP, acc, "t", bad)
+    with pytest.raises(TypeError, match="noise_source must be None"):
+        D.privatize(COUNTS, LAP, acc, "t", noise_source=bad)
+    assert len(acc.ledger) == 0
+
+
+def test_default_noise_is_not_reproducible_and_unsafe_noise_is_declared():
+    acc = Accountant()
+    a = D.privatize(COUNTS, GAU, acc, "a").values
+    b = D.privatize(COUNTS, GAU, acc, "b").values
+    assert not np.array_equal(a, b) and acc.within_guarantee
+    c = D.privatize(COUNTS, GAU, acc, "c", UnsafeNoiseSeed(4)).values
+    d = D.privatize(COUNTS, GAU, Accountant(), "d", UnsafeNoiseSeed(4)).values
+    np.testing.assert_array_equal(c, d)
+    assert not acc.within_guarantee
+    assert [x["kind"] for x in acc.declarations] == ["unsafe_noise"]
+    assert "release 'c'" in acc.declarations[0]["detail"]
