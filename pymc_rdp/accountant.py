@@ -461,9 +461,11 @@ class Accountant:
             return True
         if pending is None:
             return False
+        from itertools import chain
+
         from .tight_accounting import ledger_epsilon, rows_of
 
-        rows = rows_of(self._entries) + pending()
+        rows = chain(rows_of(self._entries), pending())
         tight = ledger_epsilon(rows, float(eps), self._budget_delta, "best")
         return bool(tight.epsilon <= self._budget_epsilon)
 

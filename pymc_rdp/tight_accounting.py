@@ -338,22 +338,43 @@ class LedgerPlan:
     sequential_groups: list[Any]
     #: μ² with every group at its worst partition (exact for Gaussian-only ledgers).
     exact_mu2: float
+    #: False when the scan stopped at the first entry that rules out both exact and PLD.
+    complete: bool = True
 
 
-def ledger_plan(rows: Iterable[Row]) -> LedgerPlan:
+def ledger_plan(rows: Iterable[Row], *, stop_early: bool = False) -> LedgerPlan:
     """Resolve a ledger's sequential entries and parallel groups (see the module notes).
 
     Parameters
     ----------
     rows : iterable of (mechanism name, params, count, group, partition)
+    stop_early : bool, default False
+        Stop at the first entry without a PLD, or once more than :data:`MAX_PLD_KINDS` distinct
+        non-Gaussian mechanisms were seen (neither exact nor PLD can apply then); the plan is
+        marked ``complete=False`` and only its ``unsupported``/``others`` say why.
     """
     seq = _Part()
     groups: dict[Any, dict[Any, _Part]] = {}
+    kinds: set[tuple] = set()
     for name, params, count, group, partition in rows:
         if group is None or partition is None:
             seq.add(name, params, count)
         else:
             groups.setdefault(group, {}).setdefault(partition, _Part()).add(name, params, count)
+        if stop_early and name != "gaussian":
+            key = _pld_key(name, params)
+            if key is not None:
+                kinds.add(key)
+            if key is None or len(kinds) > MAX_PLD_KINDS:
+                return LedgerPlan(
+                    mu2=math.nan,
+                    others=Counter(dict.fromkeys(kinds, 1)),
+                    unsupported=set() if key is not None else {name},
+                    gaussian_only=False,
+                    sequential_groups=[],
+                    exact_mu2=math.nan,
+                    complete=False,
+                )
     total = _Part()
     total.union(seq)
     exact_mu2 = seq.mu2
@@ -530,13 +551,13 @@ def _pld_kinds_ok(plan: LedgerPlan) -> bool:
 
 
 def ledger_epsilon(
-    rows: Sequence[Row], rdp_epsilon: float, delta: float, method: str = "best"
+    rows: Iterable[Row], rdp_epsilon: float, delta: float, method: str = "best"
 ) -> TightEpsilon:
     """The ε of a ledger at δ by ``method``.
 
     Parameters
     ----------
-    rows : sequence of (mechanism name, params, count, group, partition)
+    rows : iterable of (mechanism name, params, count, group, partition)
     rdp_epsilon : float
         The ledger's RDP bound at δ (the accountant's ``to_dp`` of its composed curve).
     delta : float
@@ -556,7 +577,7 @@ def ledger_epsilon(
     rdp_eps = float(rdp_epsilon)
     if method == "rdp":
         return TightEpsilon(rdp_eps, "rdp", d, {"rdp": rdp_eps})
-    plan = ledger_plan(rows)
+    plan = ledger_plan(rows, stop_early=method == "best")
     notes: list[str] = []
     if method == "exact":
         if not plan.gaussian_only:
@@ -575,8 +596,8 @@ def ledger_epsilon(
         notes.append("RDP: no privacy-loss distribution for " + ", ".join(sorted(plan.unsupported)))
     elif not _pld_kinds_ok(plan):
         notes.append(
-            f"RDP: {len(plan.others)} distinct non-Gaussian mechanisms (PLD tried up to "
-            f"{MAX_PLD_KINDS})"
+            f"RDP: more than {MAX_PLD_KINDS} distinct non-Gaussian mechanisms (the PLD is "
+            "not attempted)"
         )
     elif not pld_available():
         notes.append("RDP: the PLD bound needs dp-accounting (pip install 'pymc-rdp[pld]')")
@@ -597,9 +618,9 @@ def _group_notes(plan: LedgerPlan) -> tuple[str, ...]:
     )
 
 
-def rows_of(entries: Iterable[Any]) -> list[Row]:
-    """(mechanism, params, count, group, partition) of ledger entries."""
-    return [(e.mechanism, e.params, e.count, e.group, e.partition) for e in entries]
+def rows_of(entries: Iterable[Any]) -> Iterable[Row]:
+    """(mechanism, params, count, group, partition) of ledger entries, lazily."""
+    return ((e.mechanism, e.params, e.count, e.group, e.partition) for e in entries)
 
 
 def planned_epsilon(
