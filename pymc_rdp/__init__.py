@@ -29,6 +29,10 @@ _EXPORTS: dict[str, str] = {
     "CustomCurve": "pymc_rdp.mechanisms",
     "SystemNoise": "pymc_rdp.mechanisms",
     "UnsafeNoiseSeed": "pymc_rdp.mechanisms",
+    # private domains: quantiles and bin edges of numeric columns
+    "ExponentialQuantile": "pymc_rdp.mechanisms",
+    "private_quantiles": "pymc_rdp.mechanisms",
+    "private_bins": "pymc_rdp.mechanisms",
     # budget helpers
     "split_budget": "pymc_rdp.budget",
     "calibrate_dirichlet": "pymc_rdp.budget",
@@ -61,6 +65,7 @@ _SUBMODULES = {
     "tight_accounting",
     "filters",
     "dp_events",
+    "domains",
 }
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])

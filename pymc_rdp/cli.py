@@ -5,7 +5,7 @@ Three sub-commands:
 ``pymc-rdp demo``
     The bundled Adult data and the Adult network of Ponnoprat (TMLR 2023): private release of the
     family tables, posterior sampling, figures and a plain-words report.
-``pymc-rdp fit DATA --structure FILE``
+``pymc-rdp fit DATA --structure FILE [--schema FILE]``
     The same for a table of your own (CSV or Parquet) and a network given as JSON
     (``{child: [parents]}``) or a BIF file.
 ``pymc-rdp ledger FILE``
@@ -108,7 +108,7 @@ def _seed(text: str) -> int:
 _MAIN_EPILOG = """\
 examples:
   pymc-rdp demo                                   # Adult data, ε = 1 at δ = 1e-6, Dirichlet
-  pymc-rdp fit records.csv --structure dag.json --epsilon 1 --delta 1e-6 --out result
+  pymc-rdp fit records.csv --structure dag.json --schema schema.yaml --epsilon 1 --out result
   pymc-rdp ledger result/posterior.nc --delta 1e-8
 
 Set PYMC_RDP_DEBUG=1 to see full tracebacks.
@@ -125,13 +125,19 @@ writes OUT/posterior.nc, OUT/ledger.json, OUT/releases.json, OUT/figures/*.png, 
 
 _FIT_EPILOG = """\
 examples:
-  pymc-rdp fit records.csv --structure dag.json --epsilon 1 --delta 1e-6 --out result
+  pymc-rdp fit records.csv --structure dag.json --schema schema.yaml --epsilon 1 --out result
   pymc-rdp fit records.parquet --structure asia.bif --mechanism gaussian \\
       --epsilon 2 --order 8 --test holdout.csv --out result
 
 dag.json maps each child to its parents, e.g. {"smoker": [], "cancer": ["smoker"]}
 (parents that are not keys are added as roots). A BIF file contributes its structure and
 its state names only (its probabilities are ignored).
+
+Every variable needs a declared, public list of states: from a BIF file or a --schema file
+(JSON or YAML), e.g.
+  {"smoker": ["no", "yes"], "age": {"cuts": [25, 35, 45, 55, 65]}}
+where "cuts" bins a numeric column into (-inf, 25], (25, 35], ..., (65, inf).
+--states-from-data reads missing state lists from the records instead, outside the guarantee.
 """
 
 _LEDGER_EPILOG = """\
@@ -257,6 +263,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="held-out records (same columns) for the test log-likelihood",
+    )
+    fit.add_argument(
+        "--schema",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the public domain of the variables (.json or .yaml): per column its states in "
+        'order, e.g. {"sex": ["female", "male"]}, or cut points of a numeric column, e.g. '
+        '{"age": {"cuts": [25, 35, 45, 55, 65]}}; overrides the states of a BIF file',
+    )
+    fit.add_argument(
+        "--states-from-data",
+        action="store_true",
+        help="read the states of variables without declared states from the records (not "
+        "covered by the guarantee: the ledger and report flag it)",
     )
     fit.add_argument(
         "--missing",
@@ -490,10 +511,65 @@ def read_structure(path: Path) -> tuple[dict[str, list[str]], dict[str, list[str
     return structure, None
 
 
-def _prepare_frame(
-    df: Any, nodes: Sequence[str], states: dict[str, list[str]] | None, missing: str, what: str
-) -> Any:
-    """The network's columns, checked; missing values handled; BIF states as strings."""
+def read_schema(path: Path, nodes: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """A schema file (JSON or YAML) of the public domains, checked against the network."""
+    from .domains import load_schema
+
+    path = Path(path)
+    if not path.exists():
+        raise CLIError(f"schema file not found: {path}")
+    schema = load_schema(path)
+    unknown = [c for c in schema if c not in nodes]
+    if unknown:
+        raise CLIError(
+            f"schema file {path}: {', '.join(map(repr, unknown))} are not variables of the "
+            f"network ({', '.join(nodes)})"
+        )
+    return schema
+
+
+def _label(value: Any) -> str:
+    """A state as the string the CLI compares (integral floats without '.0')."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _declared_states(
+    nodes: Sequence[str],
+    bif_states: dict[str, list[str]] | None,
+    schema: dict[str, dict[str, Any]] | None,
+    from_data: bool,
+) -> dict[str, list[str]]:
+    """The declared states of every node (as strings): the BIF file's, then the schema's."""
+    states: dict[str, list[str]] = dict(bif_states or {})
+    for col, entry in (schema or {}).items():
+        labels = [_label(s) for s in entry["states"]]
+        if len(set(labels)) != len(labels):
+            raise CLIError(f"schema: the states of {col!r} repeat once written as text: {labels}")
+        states[col] = labels
+    undeclared = [v for v in nodes if v not in states]
+    if undeclared and not from_data:
+        raise CLIError(
+            f"no declared states for the variable(s) {', '.join(map(repr, undeclared))}: give "
+            "--schema FILE (JSON or YAML; per column its states, or cut points for a numeric "
+            "column) or a BIF structure; or --states-from-data to read them from the records "
+            "(outside the guarantee, flagged in the ledger and the report)"
+        )
+    return states
+
+
+def _bin_by_schema(df: Any, schema: dict[str, dict[str, Any]] | None, what: str) -> Any:
+    """Bin the schema's numeric columns by their public cut points."""
+    if not schema:
+        return df
+    from .domains import apply_schema
+
+    binned, _ = apply_schema(df, {c: e for c, e in schema.items() if "cuts" in e}, name=what)
+    return binned
+
+
+def _check_columns(df: Any, nodes: Sequence[str], what: str) -> None:
     absent = [v for v in nodes if v not in df.columns]
     if absent:
         cols = list(map(str, df.columns))
@@ -502,6 +578,13 @@ def _prepare_frame(
             f"{what}: unknown column(s) {', '.join(map(repr, absent))} named in the structure "
             f"(columns: {shown})"
         )
+
+
+def _prepare_frame(
+    df: Any, nodes: Sequence[str], states: dict[str, list[str]] | None, missing: str, what: str
+) -> Any:
+    """The network's columns, checked; missing values handled; declared states as strings."""
+    _check_columns(df, nodes, what)
     sub = df[list(nodes)].copy()
     if missing == "drop":
         sub = sub.dropna().reset_index(drop=True)
@@ -520,7 +603,8 @@ def _prepare_frame(
             )
     if states is not None:
         for v in nodes:
-            sub[v] = sub[v].astype(str)
+            if v in states:
+                sub[v] = sub[v].astype(object).map(_label)
     return sub
 
 
@@ -540,8 +624,11 @@ def _fit_network(
     noise_aware: bool = True,
     noise_model: str = "per-family",
 ) -> Any:
+    from .domains import FROM_DATA
     from .models import BayesianNetwork
 
+    if states is not None:  # the nodes without declared states: read from the data (flagged)
+        states = {v: states.get(v, FROM_DATA) for v in structure}
     bn = BayesianNetwork(structure, states=states)
     bn.fit(
         train,
@@ -1129,19 +1216,22 @@ def _cmd_demo(args: argparse.Namespace) -> None:
     progress = _Progress(7, args.quiet)
     done = progress.step("loading the bundled Adult data (UCI, Becker & Kohavi 1996)")
     from . import datasets
+    from .domains import parse_schema
 
-    train_full = datasets.adult_paper("train")
-    test_full = datasets.preprocess(
-        datasets.load_adult("test", missing="category"), reference=train_full
-    )
+    train_full = datasets.adult_public("train")
+    test_full = datasets.adult_public("test")
     nodes = list(datasets.ADULT_DAG)
+    schema = parse_schema(datasets.ADULT_SCHEMA)
+    states = {v: [str(s) for s in schema[v]["states"]] for v in nodes}
     rng = np.random.default_rng(args.seed if args.seed is not None else 0)
     notes = [
         "Data: UCI Adult (Census Income, Becker & Kohavi 1996), the `adult.data` file as "
-        "training set and `adult.test` as held-out set; numeric columns discretised as in "
-        "Ponnoprat (TMLR 2023): quantile bins, with frequent values such as 0 kept as their own "
-        "state. The bin edges and state lists are taken from the training data and are treated "
-        "as public (they are not covered by the guarantee).",
+        "training set and `adult.test` as held-out set. Every state list is declared, not read "
+        "from the records (`pymc_rdp.datasets.ADULT_SCHEMA`): the categories of the UCI "
+        "documentation (`adult.names`, with `missing` for unknown values) and fixed public cut "
+        "points for the numeric columns ("
+        + "; ".join(f"{v}: {', '.join(schema[v]['states'])}" for v in nodes if "cuts" in schema[v])
+        + "), so the guarantee covers the shape and labels of every published table.",
         "Network: the Adult DAG of Ponnoprat (TMLR 2023): "
         + "; ".join(
             f"{v} ← {', '.join(p)}" if p else f"{v} (root)" for v, p in datasets.ADULT_DAG.items()
@@ -1158,8 +1248,8 @@ def _cmd_demo(args: argparse.Namespace) -> None:
         )
     else:
         train, test = train_full, test_full
-    train = train[nodes].reset_index(drop=True)
-    test = test[nodes].reset_index(drop=True)
+    train = train[nodes].reset_index(drop=True).astype(str)
+    test = test[nodes].reset_index(drop=True).astype(str)
     done()
     grid = (0.3, 3.0) if args.fast else (0.1, 0.3, 1.0, 3.0, 10.0)
     out = Path(args.out)
@@ -1168,7 +1258,7 @@ def _cmd_demo(args: argparse.Namespace) -> None:
         train=train,
         test=test,
         structure=dict(datasets.ADULT_DAG),
-        states=None,
+        states=states,
         mechanism=args.mechanism,
         epsilon=epsilon,
         order=order,
@@ -1197,20 +1287,43 @@ def _cmd_fit(args: argparse.Namespace) -> None:
 
     parse_structure(structure)  # a cycle or a bad name fails here, before the data are read
     nodes = list(structure)
-    train = _prepare_frame(read_table(args.data), nodes, states, args.missing, "data")
+    schema = read_schema(args.schema, nodes) if args.schema is not None else None
+    raw = read_table(args.data)
+    _check_columns(raw, nodes, "data")
+    states = _declared_states(nodes, states, schema, args.states_from_data)
+    train = _prepare_frame(_bin_by_schema(raw, schema, "data"), nodes, states, args.missing, "data")
     test = None
     if args.test is not None:
-        test = _prepare_frame(read_table(args.test, "test"), nodes, states, args.missing, "test")
+        test = _prepare_frame(
+            _bin_by_schema(read_table(args.test, "test"), schema, "test"),
+            nodes,
+            states,
+            args.missing,
+            "test",
+        )
+    from .domains import check_within, states_from_data
+
+    for frame, what in ((train, "data"), (test, "test")):  # one-line errors before any output
+        if frame is not None:
+            check_within(frame, states, name=what)
+    states_from_data(train, [v for v in nodes if v not in states], name="data")
     _prepare_out(args.out)
     progress.step(f"read {len(train):,} records of {len(nodes)} variables from {args.data}")()
     notes = [f"Data: `{args.data}`; network: `{args.structure}`."]
-    if states is None:
+    from_data = [v for v in nodes if v not in states]
+    source = "the schema" + (" and the BIF file" if args.structure.suffix == ".bif" else "")
+    if args.schema is None:
+        source = "the BIF file"
+    if from_data:
         notes.append(
-            "The states of each variable were read from the data (its distinct values); that "
-            "list is not covered by the guarantee. Give a BIF file to fix public state lists."
+            f"**Outside the guarantee:** the states of {', '.join(map(repr, from_data))} were "
+            "read from the records (--states-from-data); which values occur is not covered by "
+            "the guarantee (the ledger records it). Declare them in a --schema file instead."
         )
+        if len(from_data) < len(nodes):
+            notes.append(f"The states of the other variables are declared by {source} (public).")
     else:
-        notes.append("The states of each variable are those of the BIF file (public).")
+        notes.append(f"The states of every variable are declared by {source} (public).")
     if args.missing != "error":
         notes.append(f"Missing values: --missing {args.missing}.")
     out = Path(args.out)

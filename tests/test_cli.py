@@ -106,6 +106,20 @@ def test_demo_releases_hold_the_released_tables(demo_dir):
     assert fams["income"]["parents"] == ["occupation", "capital-gain", "capital-loss"]
 
 
+def test_demo_publishes_only_declared_states(demo_dir):
+    """Every published state list is the public schema's, whatever the records hold."""
+    from pymc_rdp import datasets
+    from pymc_rdp.domains import parse_schema
+
+    schema = parse_schema(datasets.ADULT_SCHEMA)
+    doc = json.loads((demo_dir / "releases.json").read_text())
+    for f in doc["families"]:
+        assert f["states"] == [str(s) for s in schema[f["node"]]["states"]]
+    acc = Accountant.from_json((demo_dir / "ledger.json").read_text())
+    assert acc.within_guarantee and acc.declarations == ()
+    assert "read from the data" not in (demo_dir / "report.md").read_text()
+
+
 def test_demo_report_states_the_guarantee(demo_dir):
     text = (demo_dir / "report.md").read_text()
     acc = Accountant.from_json((demo_dir / "ledger.json").read_text())
@@ -196,24 +210,35 @@ def cancer_files(tmp_path_factory) -> dict[str, Path]:
     structure = {v: sorted(model.get_parents(v)) for v in model.nodes()}
     (d / "dag.json").write_text(json.dumps(structure))
     BIFWriter(model).write(str(d / "cancer.bif"))
+    # the public domain: the model's states, in the opposite order to the BIF file's
+    states = {v: list(model.get_cpds(v).state_names[v])[::-1] for v in model.nodes()}
+    (d / "schema.json").write_text(json.dumps(states))
+    (d / "schema.yaml").write_text(
+        "".join(f"{v}:\n" + "".join(f"  - '{s}'\n" for s in sts) for v, sts in states.items())
+    )
     return {
         "dir": d,
         "train": d / "train.csv",
         "test": d / "test.csv",
         "json": d / "dag.json",
         "bif": d / "cancer.bif",
+        "schema": d / "schema.json",
+        "yaml": d / "schema.yaml",
+        "states": states,
     }
 
 
 @pytest.mark.parametrize("structure", ["json", "bif"])
 def test_fit_with_an_rdp_budget(cancer_files, structure, tmp_path, capsys):
     out = tmp_path / "res"
+    schema = ["--schema", str(cancer_files["schema"])] if structure == "json" else []
     code = main(
         [
             "fit",
             str(cancer_files["train"]),
             "--structure",
             str(cancer_files[structure]),
+            *schema,
             "--epsilon",
             "2",
             "--order",
@@ -250,6 +275,138 @@ def test_fit_with_an_rdp_budget(cancer_files, structure, tmp_path, capsys):
     assert sorted(cancer["parents"]) == ["Pollution", "Smoker"]
     if structure == "bif":
         assert cancer["states"] == ["True", "False"]  # the BIF file's states, in its order
+    else:
+        assert cancer["states"] == ["False", "True"]  # the schema's states, in its order
+    assert acc.within_guarantee
+    assert "Outside the guarantee" not in (out / "report.md").read_text()
+
+
+def _schema_argv(files, out, *extra: str) -> list[str]:
+    return [
+        "fit",
+        str(files["train"]),
+        "--structure",
+        str(files["json"]),
+        "--order",
+        "4",
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize("kind", ["schema", "yaml"])
+def test_fit_with_a_schema_fixes_the_published_states(cancer_files, kind, tmp_path):
+    """Declared states in the schema's order; a declared state never seen is a zero column."""
+    states = dict(cancer_files["states"])
+    states["Xray"] = [*states["Xray"], "unclear"]  # declared, never observed
+    path = tmp_path / ("s.json" if kind == "schema" else "s.yaml")
+    if kind == "schema":
+        path.write_text(json.dumps(states))
+    else:
+        import yaml
+
+        path.write_text(yaml.safe_dump(states))
+    out = tmp_path / "o"
+    assert main(_schema_argv(cancer_files, out, "--schema", str(path))) == 0
+    doc = json.loads((out / "releases.json").read_text())
+    for fam in doc["families"]:
+        assert fam["states"] == states[fam["node"]]
+    xray = next(f for f in doc["families"] if f["node"] == "Xray")
+    assert np.asarray(xray["values"]).shape == (2, 3)
+
+
+def test_fit_without_declared_states_is_refused(cancer_files, tmp_path, capsys):
+    out = tmp_path / "o"
+    msg = _err(capsys, _schema_argv(cancer_files, out))
+    assert "no declared states for the variable(s)" in msg
+    assert "--schema" in msg and "--states-from-data" in msg
+    assert not (out / "releases.json").exists()
+    proc = _run(*_schema_argv(cancer_files, out))
+    assert proc.returncode == 1
+    _one_line_error(proc.stderr)
+
+
+def test_fit_states_from_data_is_flagged(cancer_files, tmp_path):
+    out = tmp_path / "o"
+    assert main(_schema_argv(cancer_files, out, "--states-from-data")) == 0
+    acc = Accountant.from_json((out / "ledger.json").read_text())
+    assert not acc.within_guarantee
+    assert acc.declarations[0]["kind"] == "states_from_data"
+    report = (out / "report.md").read_text()
+    assert "**Outside the guarantee:**" in report
+    assert "OUTSIDE THE GUARANTEE (states_from_data)" in report
+
+
+def test_fit_schema_cuts_bin_a_numeric_column(tmp_path):
+    rng = np.random.default_rng(0)
+    import pandas as pd
+
+    age = rng.uniform(18, 90, 400)
+    sick = np.where(age > 60, rng.random(400) < 0.6, rng.random(400) < 0.2)
+    pd.DataFrame({"age": age, "sick": sick}).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "dag.json").write_text(json.dumps({"age": [], "sick": ["age"]}))
+    argv = ["fit", str(tmp_path / "d.csv"), "--structure", str(tmp_path / "dag.json")]
+    argv += ["--order", "4", "--out", str(tmp_path / "o"), "--quiet"]
+    # a float column is refused even with --states-from-data, with the advice to bin it
+    code = main([*argv, "--states-from-data"])
+    assert code == 1
+    (tmp_path / "s.yaml").write_text("age:\n  cuts: [40, 60]\nsick: [False, True]\n")
+    assert main([*argv, "--schema", str(tmp_path / "s.yaml")]) == 0
+    doc = json.loads((tmp_path / "o" / "releases.json").read_text())
+    fam = {f["node"]: f for f in doc["families"]}
+    assert fam["age"]["states"] == ["<=40", "(40, 60]", ">60"]
+    assert fam["sick"]["parent_configurations"] == ["age=<=40", "age=(40, 60]", "age=>60"]
+    assert fam["sick"]["states"] == ["False", "True"]
+
+
+@pytest.mark.parametrize("kind", ["float", "names"])
+def test_fit_float_column_error_says_how_to_bin(tmp_path, capsys, kind):
+    """Old code published 199 float values or patient names as states; now refused."""
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=300) if kind == "float" else [f"patient {i:03d}" for i in range(300)]
+    pd.DataFrame({"x": x, "y": rng.integers(0, 2, 300)}).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "dag.json").write_text(json.dumps({"x": [], "y": ["x"]}))
+    argv = ["fit", str(tmp_path / "d.csv"), "--structure", str(tmp_path / "dag.json")]
+    msg = _err(capsys, [*argv, "--order", "4", "--out", str(tmp_path / "o"), "--states-from-data"])
+    assert "column 'x'" in msg and "cuts" in msg and "private_bins" in msg
+    assert not (tmp_path / "o" / "releases.json").exists()
+
+
+def test_fit_out_of_domain_value_is_refused(cancer_files, tmp_path, capsys):
+    import pandas as pd
+
+    df = pd.read_csv(cancer_files["train"])
+    df["Smoker"] = df["Smoker"].astype(str)
+    df.loc[5, "Smoker"] = "Sometimes"  # one record with a new value
+    path = tmp_path / "new.csv"
+    df.to_csv(path, index=False)
+    argv = _schema_argv(cancer_files, tmp_path / "o", "--schema", str(cancer_files["schema"]))
+    argv[1] = str(path)
+    msg = _err(capsys, argv)
+    assert "column 'Smoker' has values outside its declared states" in msg
+    assert "Sometimes" not in msg
+    assert not (tmp_path / "o" / "ledger.json").exists()
+
+
+def test_bad_schema_files_are_one_line_errors(cancer_files, tmp_path, capsys):
+    def err(text: str, name: str = "s.json") -> str:
+        path = tmp_path / name
+        path.write_text(text)
+        return _err(capsys, _schema_argv(cancer_files, tmp_path / "o", "--schema", str(path)))
+
+    assert "not valid JSON" in err("{oops")
+    assert "not valid YAML" in err("a: [1, 2\n", "s.yaml")
+    assert "'Age' are not variables of the network" in err(json.dumps({"Age": [1, 2]}))
+    assert "lists the state 'True' twice" in err(json.dumps({"Smoker": ["True", "True"]}))
+    assert "must be a list of states" in err(json.dumps({"Smoker": "True"}))
+    assert "'states' or 'cuts'" in err(json.dumps({"Smoker": {"values": [1]}}))
+    assert "schema file not found" in _err(
+        capsys, _schema_argv(cancer_files, tmp_path / "o", "--schema", str(tmp_path / "no.json"))
+    )
 
 
 def test_demo_gaussian_uses_the_naive_baseline_for_large_tables(tmp_path, capsys):
@@ -258,12 +415,12 @@ def test_demo_gaussian_uses_the_naive_baseline_for_large_tables(tmp_path, capsys
     assert main([*argv, "--out", str(out), "--quiet", "--seed", "2"]) == 0
     assert "gaussian mechanism under ε = 2 at Rényi order 5" in capsys.readouterr().out
     report = (out / "report.md").read_text()
-    assert "naive baseline" in report and "'occupation', 4800), more than 2000" in report
+    assert "naive baseline" in report and "'occupation', 2880), more than 2000" in report
     doc = json.loads((out / "releases.json").read_text())
     fam = next(f for f in doc["families"] if f["node"] == "occupation")
     rel = fam["release"]  # the noisy counts with their mechanism, as published
     assert rel["mechanism"]["name"] == "gaussian"
-    assert np.asarray(rel["values"]).size == 4800
+    assert np.asarray(rel["values"]).size == 2880  # 6 x 2 x 16 x 15: declared, not observed
     acc = Accountant.from_json((out / "ledger.json").read_text())
     assert float(acc.rdp([5.0])[0]) <= 2.0
     entry = next(e for e in acc.ledger if e.tag == rel["tag"])
@@ -277,6 +434,8 @@ def _gaussian_fit_argv(files, out, inference, draws, budget, seed) -> list[str]:
         str(files["train"]),
         "--structure",
         str(files["json"]),
+        "--schema",
+        str(files["schema"]),
         "--mechanism",
         "gaussian",
         "--epsilon",
@@ -403,6 +562,8 @@ def test_missing_values(cancer_files, tmp_path, capsys):
         str(path),
         "--structure",
         str(cancer_files["json"]),
+        "--schema",
+        str(cancer_files["yaml"]),
         "--order",
         "3",
         "--out",

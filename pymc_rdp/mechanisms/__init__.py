@@ -1,4 +1,5 @@
-"""Privacy mechanisms with Rényi-DP curves: Gaussian, Laplace, randomized response, Dirichlet.
+"""Privacy mechanisms with Rényi-DP curves: Gaussian, Laplace, randomized response, Dirichlet,
+the exponential-mechanism quantile.
 
 Every mechanism exposes ``rdp(orders)``, ``params()``, ``release(value, rng)``, ``to_dict()`` and a
 classmethod ``calibrate(...)``; :func:`mechanism_from_dict` rebuilds one from ``to_dict()``.
@@ -9,11 +10,13 @@ from .dirichlet import DirichletMechanism
 from .gaussian import GaussianMechanism
 from .laplace import LaplaceMechanism
 from .noise import NoiseSource, SystemNoise, UnsafeNoiseSeed, resolve_noise_source
+from .quantiles import ExponentialQuantile, private_bins, private_quantiles
 from .randomized_response import RandomizedResponse
 
 __all__ = [
     "CustomCurve",
     "DirichletMechanism",
+    "ExponentialQuantile",
     "GaussianMechanism",
     "LaplaceMechanism",
     "Mechanism",
@@ -22,6 +25,8 @@ __all__ = [
     "SystemNoise",
     "UnsafeNoiseSeed",
     "mechanism_from_dict",
+    "private_bins",
+    "private_quantiles",
     "register_mechanism",
     "resolve_noise_source",
 ]

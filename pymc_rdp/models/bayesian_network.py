@@ -88,6 +88,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_positive
+from ..domains import FROM_DATA, check_states, check_within, declare_from_data, states_from_data
 from .bn_structure import (
     NetworkStructure,
     config_labels,
@@ -139,17 +140,24 @@ class BayesianNetwork:
         ``networkx.DiGraph`` with edges parent -> child, or a pgmpy ``DiscreteBayesianNetwork``
         (its CPDs, if any, supply the state names). The order of a node's parents fixes the order
         of its parent configurations (the first parent varies slowest, as in pgmpy).
-    states : dict, optional
-        ``node -> list of states``: the public domain of each node. States never observed are
-        kept as zero counts. Nodes not listed take their states from the data at fit time
-        (sorted distinct values, or a categorical column's categories); that domain is read from
-        the sensitive data and is not covered by the privacy guarantee.
+    states : dict or "from-data", optional
+        ``node -> ordered list of states``: the public domain of each node (a pgmpy model's
+        state names are used for the nodes it covers). States never observed are kept as zero
+        counts, so the released tables' shapes are fixed by the declaration, and a value outside
+        a node's states is refused at fit time (nothing released or charged). Every node needs
+        declared states for a private fit. ``"from-data"`` (for all undeclared nodes, or as the
+        value of one node) is the explicit opt-in to read states from the records
+        (:func:`pymc_rdp.domains.states_from_data`: float, identifier and high-cardinality
+        columns are still refused); the ledger then records ``states_from_data`` as outside the
+        guarantee. ``mechanism="none"`` (no privacy) reads undeclared states from the data.
 
     Raises
     ------
     ValueError
         The structure has a directed cycle (named), a parent that is not a node, or ``states``
-        names an unknown node.
+        names an unknown node, is empty or repeats a state.
+    TypeError
+        ``states`` is not a dict or ``"from-data"``, or a node's states are not a list.
 
     Examples
     --------
@@ -158,17 +166,27 @@ class BayesianNetwork:
     >>> bn.cpts["cancer"]  # doctest: +SKIP
     """
 
-    def __init__(self, structure: Any, states: Mapping[str, Sequence[Hashable]] | None = None):
+    def __init__(
+        self, structure: Any, states: Mapping[str, Sequence[Hashable]] | str | None = None
+    ):
         self.structure: NetworkStructure
         self.structure, model_states = parse_structure(structure)
         given: dict[str, list[Hashable]] = dict(model_states or {})
-        if states is not None:
-            if not isinstance(states, Mapping):
-                raise TypeError(f"states must be a dict node -> states, got {type(states)}")
-            unknown = [k for k in states if k not in self.structure.parents]
+        self._states_from_data = isinstance(states, str) and states == FROM_DATA
+        self._from_data_nodes: set[str] = set()
+        if states is not None and not self._states_from_data:
+            if isinstance(states, str):
+                raise ValueError(f"states must be a dict or {FROM_DATA!r}, got {states!r}")
+            if isinstance(states, Mapping):  # per-node opt-in: {node: "from-data"}
+                opted = {k for k, v in states.items() if isinstance(v, str) and v == FROM_DATA}
+                states = {k: v for k, v in states.items() if k not in opted}
+                self._from_data_nodes = opted
+            given.update(check_states(states, known=list(self.structure.parents)))
+            unknown = sorted(self._from_data_nodes - set(self.structure.parents))
             if unknown:
                 raise ValueError(f"states: {unknown} are not nodes of the structure")
-            given.update({k: list(v) for k, v in states.items()})
+            for v in self._from_data_nodes:
+                given.pop(v, None)
         self._given_states = given
         self._reset()
 
@@ -328,7 +346,8 @@ class BayesianNetwork:
             epsilon, order, delta = _check_budget(epsilon, order, delta)
 
         sub = validate_frame(df, self.nodes)
-        states = infer_states(sub, self.nodes, self._given_states)
+        states, from_data = self._domain(sub, mechanism)
+        check_within(sub, states)
         codes = encode_frame(sub, states)
         cards = {v: len(states[v]) for v in self.nodes}
         tables = {v: family_table(codes, v, self.structure.parents[v], cards) for v in self.nodes}
@@ -346,6 +365,7 @@ class BayesianNetwork:
                     f"the {n_fam} family releases ({mech!r} each) do not fit into the "
                     "accountant's remaining budget; nothing was released"
                 )
+            declare_from_data(acc, from_data, "BayesianNetwork.fit")
 
         self._reset()
         self.mechanism = mechanism
@@ -399,6 +419,22 @@ class BayesianNetwork:
                 self.model = self._build_point_model(self._point_cpts)
         self._fitted = True
         return self
+
+    def _domain(self, sub: pd.DataFrame, mechanism: str) -> tuple[dict, list[str]]:
+        """The states of every node and the nodes whose states were read from the data."""
+        missing = [v for v in self.nodes if v not in self._given_states]
+        if mechanism == "none":  # no privacy: undeclared states come from the data
+            return infer_states(sub, self.nodes, self._given_states), []
+        refused = [v for v in missing if v not in self._from_data_nodes]
+        if refused and not self._states_from_data:
+            raise ValueError(
+                f"states: no declared states for the node(s) {refused}. Pass "
+                "states={node: [states, ...]} (the public domain; bin numeric columns with "
+                "public cut points or pmr.private_bins), or states='from-data' to read them "
+                "from the records, which the ledger flags as outside the privacy guarantee"
+            )
+        read = states_from_data(sub, missing)
+        return {v: self._given_states.get(v) or read[v] for v in self.nodes}, missing
 
     # ----------------------------------------------------------- calibration
 

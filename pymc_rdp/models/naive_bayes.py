@@ -33,7 +33,7 @@ replace-one change in one row (equal for the Gaussian and Dirichlet bounds, whic
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,6 +46,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .. import rdp as _rdp
 from ..accountant import Accountant, BudgetExceededError
+from ..domains import FROM_DATA, check_states, declare_from_data, states_from_data
 from ..mechanisms import (
     DirichletMechanism,
     GaussianMechanism,
@@ -137,18 +138,26 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         Accountant charged by :meth:`fit`. Default: a new accountant whose budget is exactly the
         requested one (``Accountant.at_order(epsilon, order)`` or ``Accountant((epsilon,
         delta))``). A given accountant is charged in place and keeps its own budget.
-    categories : "auto" or sequence of sequences
-        States of each feature. ``"auto"`` uses the declared categories of pandas categorical
-        columns and the observed values of other columns. The set of states is not protected by
-        the mechanism; pass them explicitly (public knowledge) for a guarantee that also covers
-        which states occur.
+    categories : None, "from-data", sequence of sequences or dict
+        The public states of each feature: one list per feature (in column order) or a dict
+        column -> list. States never observed get zero counts, so the released tables' shapes
+        are fixed by the declaration; a value outside its feature's states is refused at fit time
+        (nothing released or charged). ``"from-data"`` is the explicit opt-in to read them from
+        the records (a categorical column's categories, else its sorted distinct values; float,
+        identifier and high-cardinality columns are still refused): the accountant then records
+        ``states_from_data`` as outside the guarantee. ``None`` (default): required for a
+        private mechanism; ``mechanism="none"`` (no privacy) reads the states from the data.
+    classes : None, "from-data" or sequence
+        The public class labels, in order (``classes_``), like ``categories``: a declared label
+        never observed gets zero counts, a label outside them is refused.
     random_state : None, int or numpy.random.Generator
         Source of randomness of the releases.
 
     Attributes
     ----------
     classes_ : ndarray
-        Class labels (sorted). Like the feature states, they are taken from ``y``.
+        Class labels: the declared ``classes`` in their order, or (``"from-data"`` and
+        ``mechanism="none"``) the sorted labels of ``y``.
     categories_ : list of ndarray
         States of each feature.
     class_log_prior_ : ndarray, shape (n_classes,)
@@ -189,7 +198,8 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         alpha0: float = 1.0,
         smoothing: float = 0.1,
         accountant: Accountant | None = None,
-        categories: str | Sequence[Sequence[Any]] = "auto",
+        categories: str | Sequence[Sequence[Any]] | Mapping[Any, Sequence[Any]] | None = None,
+        classes: str | Sequence[Any] | None = None,
         random_state: int | np.random.Generator | None = None,
     ) -> None:
         self.mechanism = mechanism
@@ -201,6 +211,7 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         self.smoothing = smoothing
         self.accountant = accountant
         self.categories = categories
+        self.classes = classes
         self.random_state = random_state
 
     # ------------------------------------------------------------------------------- checks
@@ -307,7 +318,7 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
                 f"Unknown label type: {target_type}; y must hold class labels (a continuous "
                 "target is not a classification target)"
             )
-        classes, y_codes = np.unique(y_arr, return_inverse=True)
+        classes, y_codes, classes_from_data = self._fit_classes(y_arr)
         if classes.size < 2:
             raise ValueError(
                 f"y has one class only ({classes[0]!r}); at least two classes are needed"
@@ -321,8 +332,17 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = k
-        self.categories_ = self._fit_categories(frame)
+        self.categories_, features_from_data = self._fit_categories(frame)
         codes = [self._encode(frame.iloc[:, i], self.categories_[i]) for i in range(k)]
+        for i in range(k):
+            outside = (codes[i] < 0) & ~pd.isna(frame.iloc[:, i].to_numpy(dtype=object))
+            if outside.any():
+                raise ValueError(
+                    f"X: feature {columns[i]!r} has values outside its declared categories "
+                    f"{list(self.categories_[i])[:20]}. Nothing was released or charged. Declare "
+                    "the feature's full public domain, or map or remove those values with a "
+                    "public rule before fitting."
+                )
 
         class_counts = np.bincount(y_codes, minlength=n_classes).astype(np.float64)
         tables = []
@@ -372,6 +392,10 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
             raise BudgetExceededError(
                 f"the accountant cannot afford this fit of {k + 1} tables: {exc}"
             ) from exc
+        read = [str(columns[i]) for i in features_from_data]
+        declare_from_data(
+            accountant, read + (["y (classes)"] if classes_from_data else []), "NaiveBayes.fit"
+        )
 
         rng = np.random.default_rng(self.random_state)
         released = []
@@ -450,18 +474,56 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------------- categories
 
-    def _fit_categories(self, frame: pd.DataFrame) -> list[np.ndarray]:
+    def _private(self) -> bool:
+        return self.mechanism != "none"
+
+    def _fit_classes(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(classes_, class index of every record, whether the labels were read from y)."""
+        spec = self.classes
+        if spec is None and self._private():
+            raise ValueError(
+                "classes: declare the public class labels (classes=[...]) for a private fit, or "
+                "pass classes='from-data' to read them from y (outside the privacy guarantee, "
+                "flagged in the ledger)"
+            )
+        if spec is None or (isinstance(spec, str) and spec == FROM_DATA):
+            classes, codes = np.unique(y, return_inverse=True)
+            if self._private():
+                states_from_data(pd.DataFrame({"y": y}), ["y"], name="y")
+            return classes, codes, self._private()
+        if isinstance(spec, str):
+            raise ValueError(
+                f"classes must be None, {FROM_DATA!r} or a list of labels, got {spec!r}"
+            )
+        labels = check_states({"classes": spec}, name="NaiveBayes")["classes"]
+        classes = np.asarray(labels)
+        codes = pd.Index(labels, dtype=object).get_indexer(y.astype(object))
+        if (codes < 0).any():
+            raise ValueError(
+                f"y has labels outside the declared classes {labels[:20]}. Nothing was released "
+                "or charged. Declare every public label, or remove those records before fitting."
+            )
+        return classes, codes.astype(np.int64), False
+
+    def _fit_categories(self, frame: pd.DataFrame) -> tuple[list[np.ndarray], list[int]]:
+        """The states of every feature and the positions of the features read from the data."""
         k = frame.shape[1]
-        if isinstance(self.categories, str):
-            if self.categories != "auto":
-                raise ValueError(
-                    f"categories must be 'auto' or one list of states per feature, "
-                    f"got {self.categories!r}"
-                )
+        spec = self.categories
+        if spec is None and self._private():
+            raise ValueError(
+                "categories: declare the public states of every feature for a private fit (one "
+                "list per feature, or a dict column -> states; bin numeric features with public "
+                "cut points or pmr.private_bins), or pass categories='from-data' to read them "
+                "from X (outside the privacy guarantee, flagged in the ledger)"
+            )
+        if spec is None or (isinstance(spec, str) and spec == FROM_DATA):
             out = []
             for i in range(k):
                 col = frame.iloc[:, i]
-                if isinstance(col.dtype, pd.CategoricalDtype):
+                if self._private():
+                    name = frame.columns[i]
+                    states = states_from_data(frame.iloc[:, [i]], [name], name="X")[name]
+                elif isinstance(col.dtype, pd.CategoricalDtype):
                     states = list(col.cat.categories)
                 else:
                     states = list(pd.unique(col.dropna()))
@@ -475,21 +537,26 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
                         "drop it or give its categories"
                     )
                 out.append(np.asarray(states, dtype=object))
-            return out
-        cats = list(self.categories)
+            return out, (list(range(k)) if self._private() else [])
+        if isinstance(spec, str):
+            raise ValueError(
+                f"categories must be None, {FROM_DATA!r}, one list of states per feature or a "
+                f"dict column -> states, got {spec!r}"
+            )
+        if isinstance(spec, Mapping):
+            columns = list(frame.columns)
+            declared = check_states(spec, known=columns, name="categories")
+            missing = [c for c in columns if c not in declared]
+            if missing:
+                raise ValueError(f"categories: no states declared for the feature(s) {missing}")
+            return [np.asarray(declared[c], dtype=object) for c in columns], []
+        cats = list(spec)
         if len(cats) != k:
             raise ValueError(
                 f"categories must have one list of states per feature ({k}), got {len(cats)}"
             )
-        out = []
-        for i, states in enumerate(cats):
-            arr = list(states)
-            if not arr:
-                raise ValueError(f"categories[{i}] is empty")
-            if len(pd.unique(pd.Series(arr, dtype=object))) != len(arr):
-                raise ValueError(f"categories[{i}] has repeated states")
-            out.append(np.asarray(arr, dtype=object))
-        return out
+        declared = check_states({i: c for i, c in enumerate(cats)}, name="categories")
+        return [np.asarray(declared[i], dtype=object) for i in range(k)], []
 
     @staticmethod
     def _encode(column: pd.Series, states: np.ndarray) -> np.ndarray:
