@@ -21,6 +21,8 @@ MODULES = [
     "pymc_rdp.filters",
     "pymc_rdp.dp_events",
     "pymc_rdp.budget",
+    "pymc_rdp.counting",
+    "pymc_rdp.counting.files",
     "pymc_rdp.dirichlet_divergence",
     "pymc_rdp.ops",
     "pymc_rdp.distributions",

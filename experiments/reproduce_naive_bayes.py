@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from pymc_rdp import datasets
-from pymc_rdp.mechanisms import DirichletMechanism
+from pymc_rdp.mechanisms import DirichletMechanism, UnsafeNoiseSeed
 from pymc_rdp.models.naive_bayes import NaiveBayes
 
 DATASETS: tuple[str, ...] = ("adult", "german_credit", "digits")
@@ -167,7 +167,7 @@ def _reference_fit(
     tables: list[np.ndarray],
     epsilon: float,
     with_class_bug: bool,
-    rng: np.random.Generator,
+    noise: UnsafeNoiseSeed,
     order: float,
     neighbours: str,
 ) -> tuple[NaiveBayes, float]:
@@ -176,12 +176,12 @@ def _reference_fit(
     feature_mech, class_mech = reference_mechanisms(epsilon, n_tables, order, neighbours=neighbours)
     if with_class_bug:
         class_counts = sum(t.sum(axis=1) for t in tables[1:])  # K·N_j without missing values
-        class_release = class_mech.release(class_counts, rng)
+        class_release = class_mech.release(class_counts, noise)
         class_eps = float(class_mech.rdp(np.array([order]))[0])
     else:
-        class_release = feature_mech.release(tables[0], rng)
+        class_release = feature_mech.release(tables[0], noise)
         class_eps = float(feature_mech.rdp(np.array([order]))[0])
-    releases = [class_release] + [feature_mech.release(t, rng) for t in tables[1:]]
+    releases = [class_release] + [feature_mech.release(t, noise) for t in tables[1:]]
     tiny = np.finfo(np.float64).tiny
     probs = [np.clip(np.asarray(p, dtype=np.float64), tiny, None) for p in releases]
     probs = [p / p.sum(axis=-1, keepdims=True) for p in probs]
@@ -264,7 +264,8 @@ def run(
                             order=order,
                             alpha0=ALPHA0,
                             neighbours=neighbours,
-                            random_state=rng,
+                            # public data: reproducible (not private) noise for the study
+                            noise_source=UnsafeNoiseSeed(int(rng.integers(2**62))),
                         ).fit(X_train, y_train)
                         if method == "dirichlet":
                             true_eps = n_tables * _exact_dirichlet_epsilon(
@@ -278,7 +279,7 @@ def run(
                             tables,
                             float(eps),
                             with_class_bug=method == "dirichlet_ref_alpha_class",
-                            rng=rng,
+                            noise=UnsafeNoiseSeed(int(rng.integers(2**62))),
                             order=order,
                             neighbours=neighbours,
                         )

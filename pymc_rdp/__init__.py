@@ -25,6 +25,7 @@ _EXPORTS: dict[str, str] = {
     "LaplaceMechanism": "pymc_rdp.mechanisms",
     "RandomizedResponse": "pymc_rdp.mechanisms",
     "DirichletMechanism": "pymc_rdp.mechanisms",
+    "DirichletTableMechanism": "pymc_rdp.mechanisms",
     "mechanism_from_dict": "pymc_rdp.mechanisms",
     "CustomCurve": "pymc_rdp.mechanisms",
     "SystemNoise": "pymc_rdp.mechanisms",
@@ -42,10 +43,14 @@ _EXPORTS: dict[str, str] = {
     "NoisyCounts": "pymc_rdp.distributions",
     "DirichletRelease": "pymc_rdp.distributions",
     "release": "pymc_rdp.distributions",
+    "RefusedDrawError": "pymc_rdp.distributions",
     "ledger": "pymc_rdp.distributions",
     "sample": "pymc_rdp.distributions",
     "attach_ledger": "pymc_rdp.distributions",
     "read_ledger": "pymc_rdp.distributions",
+    # counting contingency tables on any engine
+    "count_table": "pymc_rdp.counting",
+    "count_tables": "pymc_rdp.counting",
     # models
     "NaiveBayes": "pymc_rdp.models.naive_bayes",
     "BayesianNetwork": "pymc_rdp.models.bayesian_network",
@@ -58,6 +63,7 @@ _SUBMODULES = {
     "datasets",
     "models",
     "budget",
+    "counting",
     "dirichlet_divergence",
     "ops",
     "distributions",
@@ -91,6 +97,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from pymc_rdp.accountant import Accountant, BudgetExceededError, LedgerEntry  # noqa: F401
     from pymc_rdp.mechanisms import (  # noqa: F401
         DirichletMechanism,
+        DirichletTableMechanism,
         GaussianMechanism,
         LaplaceMechanism,
         Mechanism,

@@ -118,7 +118,7 @@ _DEMO_EPILOG = """\
 examples:
   pymc-rdp demo
   pymc-rdp demo --epsilon 0.5 --delta 1e-8 --mechanism gaussian --out adult-gauss
-  pymc-rdp demo --epsilon 2 --order 5 --mechanism laplace --seed 3
+  pymc-rdp demo --epsilon 2 --order 5 --mechanism laplace --seed 3   # seed of the MCMC only
 
 writes OUT/posterior.nc, OUT/ledger.json, OUT/releases.json, OUT/figures/*.png, OUT/report.md
 """
@@ -148,6 +148,11 @@ examples:
 
 FILE may be a result .nc (the ledger is stored in its attributes), a ledger/accountant
 .json, the releases.json of a run, or a single release .json.
+
+A ledger is verified on load: every entry's curve is recomputed from its mechanism and its
+hash chain is checked; an edited ledger is refused (exit status 1). The ε printed is that of
+the recomputed curves. --digest checks the ledger against a published digest (the
+"ledger digest" line of a report); --key-file checks its HMAC-SHA256 signature.
 """
 
 
@@ -195,7 +200,23 @@ def _add_budget(p: argparse.ArgumentParser) -> None:
         "or use the naive clip-and-normalise CPTs; auto (default) is noise-aware unless the CPTs "
         f"have more than {NOISE_AWARE_MAX_CELLS} entries in all",
     )
-    p.add_argument("--seed", type=_seed, default=None, metavar="S", help="random seed")
+    p.add_argument(
+        "--seed",
+        type=_seed,
+        default=None,
+        metavar="S",
+        help="seed of the posterior sampler (MCMC) and of the demo's subsample; never of the "
+        "privacy noise, which always comes from OS entropy",
+    )
+    p.add_argument(
+        "--unsafe-noise-seed",
+        type=_seed,
+        default=None,
+        metavar="S",
+        help="reproducible privacy noise from this seed, for tests only: the releases are NOT "
+        "PRIVATE (anyone who knows or guesses the seed recovers the exact counts) and the "
+        "ledger and report say so",
+    )
     p.add_argument("--draws", type=_count, default=None, help="posterior draws per chain")
     p.add_argument("--tune", type=_count, default=None, help="tuning steps per chain")
     p.add_argument("--chains", type=_count, default=None, help="number of chains")
@@ -280,6 +301,14 @@ def build_parser() -> argparse.ArgumentParser:
         "covered by the guarantee: the ledger and report flag it)",
     )
     fit.add_argument(
+        "--engine",
+        default="auto",
+        metavar="{auto,pandas,duckdb,polars}",
+        help="how DATA and --test are read and counted: duckdb or polars stream through the "
+        "file and keep only the counts (files larger than memory), pandas loads it; auto: "
+        "duckdb when installed (pip install 'pymc-rdp[duckdb]'), else pandas",
+    )
+    fit.add_argument(
         "--missing",
         choices=("error", "drop", "category"),
         default="error",
@@ -304,6 +333,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="δ of the (ε, δ) conversion (default: the budget's δ, else 1e-6)",
     )
     ledger.add_argument("--json", action="store_true", help="print the ledger as JSON instead")
+    ledger.add_argument(
+        "--digest",
+        default=None,
+        metavar="HEX",
+        help="refuse the ledger unless its sha256 chain digest is HEX (64 hex digits)",
+    )
+    ledger.add_argument(
+        "--key-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="verify the ledger's HMAC-SHA256 signature with the key in PATH (raw bytes)",
+    )
     ledger.set_defaults(func=_cmd_ledger)
     return parser
 
@@ -428,8 +470,15 @@ def _sampling(args: argparse.Namespace, fast: bool) -> dict[str, int]:
 # ------------------------------------------------------------------------------ data input
 
 
-def read_table(path: Path, what: str = "data") -> Any:
-    """Read a CSV or Parquet file into a DataFrame with one clear error per failure."""
+def read_table(
+    path: Path, what: str = "data", engine: str = "pandas", as_text: bool = False
+) -> Any:
+    """Read a CSV or Parquet file into a DataFrame with one clear error per failure.
+
+    ``engine="duckdb"`` or ``"polars"`` opens the file lazily instead (a DuckDB relation, a
+    Polars LazyFrame; :func:`pymc_rdp.counting.files.read_frame`); ``as_text`` reads its CSV
+    columns as written (state names that are strings).
+    """
     import pandas as pd
 
     path = Path(path)
@@ -437,6 +486,13 @@ def read_table(path: Path, what: str = "data") -> Any:
         raise CLIError(f"{what} file not found: {path}")
     if path.is_dir():
         raise CLIError(f"{what} file is a directory: {path}")
+    if engine != "pandas":
+        from .counting.files import read_frame
+
+        try:
+            return read_frame(path, engine, what=what, as_text=as_text)
+        except (ValueError, ImportError) as exc:
+            raise CLIError(str(exc)) from None
     suffix = "".join(path.suffixes[-2:]).lower()
     if suffix.endswith((".parquet", ".pq")):
         try:
@@ -561,7 +617,7 @@ def _declared_states(
 
 def _bin_by_schema(df: Any, schema: dict[str, dict[str, Any]] | None, what: str) -> Any:
     """Bin the schema's numeric columns by their public cut points."""
-    if not schema:
+    if not schema or not any("cuts" in e for e in schema.values()):
         return df
     from .domains import apply_schema
 
@@ -570,9 +626,18 @@ def _bin_by_schema(df: Any, schema: dict[str, dict[str, Any]] | None, what: str)
 
 
 def _check_columns(df: Any, nodes: Sequence[str], what: str) -> None:
-    absent = [v for v in nodes if v not in df.columns]
+    """Refuse a frame (pandas or a lazily read file) that lacks a column of the network."""
+    from .counting import is_pandas
+
+    if is_pandas(df):
+        columns = list(df.columns)
+    else:
+        import narwhals as nw
+
+        columns = list(nw.from_native(df).collect_schema())
+    absent = [v for v in nodes if v not in columns]
     if absent:
-        cols = list(map(str, df.columns))
+        cols = list(map(str, columns))
         shown = ", ".join(cols[:12]) + (" ..." if len(cols) > 12 else "")
         raise CLIError(
             f"{what}: unknown column(s) {', '.join(map(repr, absent))} named in the structure "
@@ -584,6 +649,10 @@ def _prepare_frame(
     df: Any, nodes: Sequence[str], states: dict[str, list[str]] | None, missing: str, what: str
 ) -> Any:
     """The network's columns, checked; missing values handled; declared states as strings."""
+    from .counting import is_pandas
+
+    if not is_pandas(df):
+        return _prepare_lazy(df, nodes, states, missing, what)
     _check_columns(df, nodes, what)
     sub = df[list(nodes)].copy()
     if missing == "drop":
@@ -608,6 +677,47 @@ def _prepare_frame(
     return sub
 
 
+def _prepare_lazy(
+    df: Any, nodes: Sequence[str], states: dict[str, list[str]] | None, missing: str, what: str
+) -> Any:
+    """:func:`_prepare_frame` for a lazily read file: the same checks as engine expressions."""
+    import narwhals as nw
+
+    frame = nw.from_native(df)
+    _check_columns(df, nodes, what)
+    frame = frame.select(*nodes)
+    if states is not None:
+        frame = frame.with_columns(*(nw.col(v).cast(nw.String) for v in nodes))
+    if missing == "drop":
+        frame = frame.drop_nulls()
+    elif missing == "category":
+        frame = frame.with_columns(
+            *(nw.col(v).cast(nw.String).fill_null(nw.lit("missing")) for v in nodes)
+        )
+    else:
+        holes = frame.select(*(nw.col(v).is_null().any() for v in nodes))
+        holes = holes.collect() if isinstance(holes, nw.LazyFrame) else holes
+        bad = [v for v in nodes if bool(holes.get_column(v).to_list()[0])]
+        if bad:
+            raise CLIError(
+                f"{what}: missing values in column(s) {', '.join(map(repr, bad))}; "
+                "use --missing drop or --missing category"
+            )
+    return frame.to_native()
+
+
+def _engine(args: argparse.Namespace) -> str:
+    """The engine of ``fit``: ``--engine``, or DuckDB when installed for ``auto``."""
+    from .counting.files import ENGINES, default_engine
+
+    engine = getattr(args, "engine", "pandas")
+    if engine == "auto":
+        return default_engine()
+    if engine not in ENGINES:
+        raise CLIError(f"unknown --engine {engine!r}: choose one of auto, {', '.join(ENGINES)}")
+    return engine
+
+
 # ------------------------------------------------------------------------------ the pipeline
 
 
@@ -620,11 +730,13 @@ def _fit_network(
     order: float | None,
     delta: float | None,
     neighbours: str,
-    seed: int | None,
+    noise_seed: int | None,
     noise_aware: bool = True,
     noise_model: str = "per-family",
 ) -> Any:
+    """Fit the network; ``noise_seed`` (``--unsafe-noise-seed``) makes the noise reproducible."""
     from .domains import FROM_DATA
+    from .mechanisms import UnsafeNoiseSeed
     from .models import BayesianNetwork
 
     if states is not None:  # the nodes without declared states: read from the data (flagged)
@@ -639,7 +751,7 @@ def _fit_network(
         neighbours=neighbours,
         noise_aware=noise_aware,
         noise_model=noise_model,
-        random_state=seed,
+        noise_source=None if noise_seed is None else UnsafeNoiseSeed(noise_seed),
     )
     return bn
 
@@ -796,6 +908,7 @@ def run_pipeline(
     delta: float | None,
     neighbours: str,
     seed: int | None,
+    noise_seed: int | None,
     sampling: dict[str, int],
     out: Path,
     progress: _Progress,
@@ -830,7 +943,7 @@ def run_pipeline(
         order,
         delta,
         neighbours,
-        seed,
+        noise_seed,
         noise_aware=noise_aware,
         noise_model="joint" if inference == "joint" and noise_aware else "per-family",
     )
@@ -870,7 +983,8 @@ def run_pipeline(
         "mechanism": mechanism,
         "neighbours": neighbours,
         "structure": {v: list(bn.parents[v]) for v in bn.nodes},
-        "n_records": bn.n_records,
+        # the number of records only when the caller declared it public (never the raw N)
+        "n_records": _public_n_records(bn),
         "families": [_release_record(bn, v) for v in bn.nodes],
         "ledger": json.loads(ledger_json),
     }
@@ -902,13 +1016,13 @@ def run_pipeline(
                 order,
                 delta,
                 neighbours,
-                seed,
+                noise_seed,
                 noise_aware=False,
             )
             rows.append(
                 {"mechanism": m, "epsilon": e, "log_likelihood": b.log_likelihood(test, "skip")}
             )
-        b = _fit_network(structure, states, train, "none", None, None, None, neighbours, seed)
+        b = _fit_network(structure, states, train, "none", None, None, None, neighbours, None)
         if test is not None:
             reference["non-private (posterior mean)"] = b.log_likelihood(test, "skip")
         if public_reference:
@@ -963,9 +1077,10 @@ def run_pipeline(
         "noise_aware": noise_aware,
         "inference_note": inference_note,
         "neighbours": neighbours,
-        "n_train": len(train),
-        "n_test": None if test is None else len(test),
+        "has_test": test is not None,
         "test_log_likelihood": test_ll,
+        "private": acc.within_guarantee,
+        "declarations": acc.declarations,
         "guarantee": _guarantee(acc, epsilon, order, delta),
         "sampling": sampling if noise_aware else None,
         "figures": written,
@@ -1011,13 +1126,28 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
     add = lines.append
     add(f"# {s['title']}")
     add("")
+    if not s["private"]:
+        add(
+            "**NOT PRIVATE.** Part of what this run published is outside the privacy guarantee "
+            "(see the ledger's OUTSIDE THE GUARANTEE lines):"
+        )
+        for d in s["declarations"]:
+            if d["outside_guarantee"]:
+                add(f"- {d['kind']}: {d['detail']}")
+        add("")
     add(f"Generated by `{s['command']}` on {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC.")
     add("")
     add("## The data")
     add("")
-    add(f"- {s['n_train']:,} training records were used for the private release.")
-    if s["n_test"] is not None:
-        add(f"- {s['n_test']:,} held-out records were used only to measure utility.")
+    add(
+        "- The training records were used for the private release only; their number is not "
+        "published (it is private too)."
+    )
+    if s["has_test"]:
+        add(
+            "- Held-out records were used only to measure utility. They are not protected: the "
+            "held-out log-likelihood below is computed from them exactly."
+        )
     for note in s["data_notes"]:
         add(f"- {note}")
     add("")
@@ -1265,6 +1395,7 @@ def _cmd_demo(args: argparse.Namespace) -> None:
         delta=delta,
         neighbours=args.neighbours,
         seed=args.seed,
+        noise_seed=args.unsafe_noise_seed,
         sampling=_sampling(args, args.fast),
         out=out,
         progress=progress,
@@ -1288,27 +1419,37 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     parse_structure(structure)  # a cycle or a bad name fails here, before the data are read
     nodes = list(structure)
     schema = read_schema(args.schema, nodes) if args.schema is not None else None
-    raw = read_table(args.data)
+    engine = _engine(args)
+    binned = any("cuts" in e for e in (schema or {}).values())
+    if engine != "pandas" and (args.states_from_data or binned):
+        engine = "pandas"  # cut points and states read from the records are applied in memory
+    lazy = engine != "pandas"
+    raw = read_table(args.data, "data", engine, lazy)
     _check_columns(raw, nodes, "data")
     states = _declared_states(nodes, states, schema, args.states_from_data)
     train = _prepare_frame(_bin_by_schema(raw, schema, "data"), nodes, states, args.missing, "data")
     test = None
     if args.test is not None:
         test = _prepare_frame(
-            _bin_by_schema(read_table(args.test, "test"), schema, "test"),
+            _bin_by_schema(read_table(args.test, "test", engine, lazy), schema, "test"),
             nodes,
             states,
             args.missing,
             "test",
         )
+        if lazy:  # held-out records are scored in memory
+            import narwhals as nw
+
+            test = nw.from_native(test).lazy().collect(backend="pandas").to_native()
     from .domains import check_within, states_from_data
 
     for frame, what in ((train, "data"), (test, "test")):  # one-line errors before any output
-        if frame is not None:
+        if frame is not None and not (lazy and frame is train):  # the engine checks its own
             check_within(frame, states, name=what)
-    states_from_data(train, [v for v in nodes if v not in states], name="data")
+    if not lazy:
+        states_from_data(train, [v for v in nodes if v not in states], name="data")
     _prepare_out(args.out)
-    progress.step(f"read {len(train):,} records of {len(nodes)} variables from {args.data}")()
+    progress.step(f"read the records of {len(nodes)} variables from {args.data} ({engine})")()
     notes = [f"Data: `{args.data}`; network: `{args.structure}`."]
     from_data = [v for v in nodes if v not in states]
     source = "the schema" + (" and the BIF file" if args.structure.suffix == ".bif" else "")
@@ -1339,6 +1480,7 @@ def _cmd_fit(args: argparse.Namespace) -> None:
         delta=delta,
         neighbours=args.neighbours,
         seed=args.seed,
+        noise_seed=args.unsafe_noise_seed,
         sampling=_sampling(args, False),
         out=out,
         progress=progress,
@@ -1352,8 +1494,43 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     _print_summary(summary, out, progress)
 
 
+#: options whose value is a seed: the report shows the option, never the value
+_SEED_OPTIONS = ("--seed", "--unsafe-noise-seed")
+
+
 def _command_line(args: argparse.Namespace) -> str:
-    return " ".join([PROG, *sys.argv[1:]]) if sys.argv[1:] else f"{PROG} {args.command}"
+    """The command as typed, with the values of seed options replaced by ``S``."""
+    argv = list(sys.argv[1:])
+    if not argv:
+        return f"{PROG} {args.command}"
+    shown: list[str] = []
+    hide_next = False
+    for a in argv:
+        if hide_next:
+            shown.append("S")
+            hide_next = False
+            continue
+        name, eq, _ = a.partition("=")
+        # argparse accepts unambiguous prefixes (--unsafe 3)
+        if len(name) > 3 and any(o.startswith(name) for o in _SEED_OPTIONS):
+            if eq:
+                shown.append(f"{name}=S")
+            else:
+                shown.append(a)
+                hide_next = True
+            continue
+        shown.append(a)
+    return " ".join([PROG, *shown])
+
+
+def _public_n_records(bn: Any) -> int | None:
+    """The number of records if the caller declared it public, else ``None``.
+
+    An estimate from the noisy table totals would be post-processing, but anyone can compute it
+    from the releases; publishing it next to them adds nothing and reads like the exact count.
+    """
+    declared = any(d["kind"] == "public_total" for d in bn.accountant.declarations)
+    return bn.n_records if declared else None
 
 
 def _print_summary(summary: dict[str, Any], out: Path, progress: _Progress) -> None:
@@ -1375,38 +1552,48 @@ def _print_summary(summary: dict[str, Any], out: Path, progress: _Progress) -> N
 # ------------------------------------------------------------------------------ ledger
 
 
-def load_ledger(path: Path) -> Any:
-    """An :class:`~pymc_rdp.Accountant` rebuilt from a saved ledger, run or release file."""
+def load_ledger(path: Path, *, expected_digest: str | None = None, key: bytes | None = None) -> Any:
+    """An :class:`~pymc_rdp.Accountant` rebuilt from a saved ledger, run or release file.
+
+    A stored accountant is verified by :meth:`~pymc_rdp.Accountant.from_json` (curves
+    recomputed, hash chain, ``expected_digest``, signature with ``key``); a refusal is a
+    CLIError naming the file.
+    """
     path = Path(path)
+    verify = {"expected_digest": expected_digest, "key": key}
     if not path.exists():
         raise CLIError(f"file not found: {path}")
     if path.is_dir():
         for name in ("ledger.json", "posterior.nc"):
             if (path / name).exists():
-                return load_ledger(path / name)
+                return load_ledger(path / name, **verify)
         raise CLIError(f"{path} is a directory without ledger.json or posterior.nc")
     with path.open("rb") as f:
         head = f.read(8)
     if head.startswith(b"\x89HDF") or path.suffix.lower() in (".nc", ".h5", ".netcdf"):
-        return _ledger_from_doc(_ledger_from_netcdf(path), path)
+        return _ledger_from_doc(_ledger_from_netcdf(path), path, verify)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise CLIError(f"{path} is neither a netCDF result nor a JSON file") from None
-    return _ledger_from_doc(doc, path)
+    return _ledger_from_doc(doc, path, verify)
 
 
 #: keys under which a ledger may be stored, most complete first
 _LEDGER_KEYS = ("pymc_rdp_accountant", "accountant", "ledger", "pymc_rdp_ledger")
 
 
-def _ledger_from_doc(doc: Any, path: Path) -> Any:
+def _ledger_from_doc(doc: Any, path: Path, verify: dict[str, Any] | None = None) -> Any:
     from .accountant import Accountant
 
+    verify = verify or {}
     if isinstance(doc, dict):
         fmt = doc.get("format")
         if fmt == "pymc-rdp-ledger":
-            return Accountant.from_json(json.dumps(doc))
+            try:
+                return Accountant.from_json(json.dumps(doc), **verify)
+            except ValueError as exc:
+                raise CLIError(f"{path}: the ledger does not verify, refused: {exc}") from None
         for key in _LEDGER_KEYS:
             if key in doc:
                 inner = doc[key]
@@ -1415,19 +1602,21 @@ def _ledger_from_doc(doc: Any, path: Path) -> Any:
                         inner = json.loads(inner)
                     except json.JSONDecodeError:
                         continue
-                return _ledger_from_doc(inner, path)
+                return _ledger_from_doc(inner, path, verify)
         if fmt == "pymc-rdp.release" or isinstance(doc.get("mechanism"), dict):
-            return _ledger_from_releases([doc], path)
+            return _ledger_from_releases([doc], path, verify)
     if (
         isinstance(doc, list)
         and doc
         and all(isinstance(d, dict) and isinstance(d.get("mechanism"), dict) for d in doc)
     ):
-        return _ledger_from_releases(doc, path)
+        return _ledger_from_releases(doc, path, verify)
     raise CLIError(f"{path} holds no pymc-rdp ledger, accountant or release")
 
 
-def _ledger_from_releases(docs: list[dict[str, Any]], path: Path) -> Any:
+def _ledger_from_releases(
+    docs: list[dict[str, Any]], path: Path, verify: dict[str, Any] | None = None
+) -> Any:
     """A ledger rebuilt from release records: each mechanism re-evaluated on the default orders.
 
     Used for files that carry mechanisms but no accountant (a single release, or the private
@@ -1437,6 +1626,11 @@ def _ledger_from_releases(docs: list[dict[str, Any]], path: Path) -> Any:
     from .accountant import Accountant
     from .mechanisms import mechanism_from_dict
 
+    if verify and any(v is not None for v in verify.values()):
+        raise CLIError(
+            f"{path} holds releases but no stored ledger: there is no digest or signature to "
+            "verify (point at ledger.json or posterior.nc)"
+        )
     acc = Accountant()
     for d in docs:
         entry = d.get("entry") or {}
@@ -1468,7 +1662,16 @@ def _ledger_from_netcdf(path: Path) -> dict[str, str]:
 
 
 def _cmd_ledger(args: argparse.Namespace) -> None:
-    acc = load_ledger(args.file)
+    key = None
+    if args.key_file is not None:
+        key = args.key_file.read_bytes()
+        if not key:
+            raise CLIError(f"--key-file {args.key_file} is empty")
+    if args.digest is not None:
+        d = args.digest.strip().lower()
+        if len(d) != 64 or any(c not in "0123456789abcdef" for c in d):
+            raise _UsageError(f"--digest must be 64 hexadecimal digits, got {args.digest!r}")
+    acc = load_ledger(args.file, expected_digest=args.digest, key=key)
     if args.json:
         print(acc.to_json())
         return
@@ -1488,6 +1691,8 @@ def _cmd_ledger(args: argparse.Namespace) -> None:
         if acc.budget_order is not None:
             e_b, lam = acc.budget_order
             print(f"RDP: ε({lam:g}) = {float(acc.rdp([lam])[0]):.6g} (budget {e_b:g})")
+    if args.digest is not None:
+        print(f"the ledger matches the expected digest {args.digest.strip().lower()}")
 
 
 if __name__ == "__main__":

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -144,6 +146,18 @@ def test_ledger_command_prints_the_epsilon(demo_dir, capsys):
     assert f"ε = {acc.epsilon(1e-9):.6g} at δ = 1e-09" in out
     assert main(["ledger", str(demo_dir / "posterior.nc"), "--json"]) == 0
     assert capsys.readouterr().out.strip() == acc.to_json()
+
+
+def test_the_published_digest_verifies_every_stored_ledger(demo_dir, capsys):
+    import re
+
+    report = (demo_dir / "report.md").read_text(encoding="utf-8")
+    (digest,) = set(re.findall(r"ledger digest \(sha256 chain\): ([0-9a-f]{64})", report))
+    for src in ("posterior.nc", "ledger.json"):
+        assert main(["ledger", str(demo_dir / src), "--digest", digest]) == 0
+        assert "matches the expected digest" in capsys.readouterr().out
+        assert main(["ledger", str(demo_dir / src), "--digest", "0" * 64]) == 1
+        assert "differs from the expected" in capsys.readouterr().err
 
 
 def test_ledger_command_through_the_subprocess(demo_dir):
@@ -599,3 +613,164 @@ def test_help_shows_an_example(command, capsys):
 def test_no_command_prints_help(capsys):
     assert main([]) == 0
     assert "demo" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- what leaves the curator
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])")
+
+
+def _numbers(text: str) -> set[float]:
+    return {float(t) for t in _NUMBER.findall(text)}
+
+
+def _strip_values(releases: dict) -> dict:
+    """releases.json without the released values (the charged outputs) and the ledger."""
+    doc = {k: v for k, v in releases.items() if k != "ledger"}
+    fams = []
+    for f in doc["families"]:
+        f = dict(f)
+        f.pop("values", None)
+        if "release" in f:
+            f["release"] = {k: v for k, v in f["release"].items() if k != "values"}
+        fams.append(f)
+    doc["families"] = fams
+    return doc
+
+
+def _ledger_core(text: str) -> dict:
+    doc = json.loads(text)
+    return {k: doc.get(k) for k in ("orders", "budget", "entries", "declarations")}
+
+
+def _run_fit(argv: list[str], monkeypatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["pymc-rdp", *argv])
+    assert main(argv) == 0
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        ["--mechanism", "dirichlet"],
+        ["--mechanism", "gaussian", "--inference", "naive"],
+        [
+            *("--mechanism", "laplace", "--inference", "noise-aware"),
+            *("--draws", "20", "--tune", "20", "--chains", "1"),
+        ],
+    ],
+)
+def test_neighbouring_files_publish_no_raw_count(cancer_files, tmp_path, monkeypatch, mechanism):
+    """Issue 11, defect 7: two files differing in one record (a value made missing), fitted with
+    --missing drop, must not publish the number of records, of complete records or of dropped
+    records; every artefact other than the released values is the same for both."""
+    import pandas as pd
+    import xarray as xr
+
+    from pymc_rdp import datasets
+
+    rows, holes = 1000, 137
+    df = datasets.sample_network("cancer", rows, random_state=11).astype(object)
+    exact = {float(rows), float(rows - holes), float(rows - holes - 1), float(holes), 138.0}
+    runs = {}
+    for name, k in (("a", holes), ("b", holes + 1)):
+        d = tmp_path / name
+        d.mkdir()
+        frame = df.copy()
+        frame.loc[: k - 1, "Xray"] = np.nan
+        frame.to_csv(d / "records.csv", index=False)
+        out = d / "out"
+        argv = [
+            "fit",
+            str(d / "records.csv"),
+            "--structure",
+            str(cancer_files["bif"]),
+            "--missing",
+            "drop",
+            "--epsilon",
+            "8",
+            "--delta",
+            "1e-6",
+            *mechanism,
+            "--seed",
+            "5",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+        _run_fit(argv, monkeypatch)
+        report = (out / "report.md").read_text().replace(str(d), "DIR")
+        releases = json.loads((out / "releases.json").read_text())
+        with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
+            attrs = {k: str(v) for node in tree.subtree for k, v in node.attrs.items()}
+            shapes = {
+                node.path: {v: node[v].shape for v in node.data_vars} for node in tree.subtree
+            }
+        runs[name] = {
+            "report": report,
+            "releases": _strip_values(releases),
+            "ledger": _ledger_core((out / "ledger.json").read_text()),
+            "attrs": attrs,
+            "shapes": shapes,
+            "figures": sorted(p.name for p in (out / "figures").iterdir()),
+            "files": sorted(p.name for p in out.iterdir()),
+        }
+    a, b = runs["a"], runs["b"]
+    for run in (a, b):
+        assert run["releases"]["n_records"] is None
+        assert all(f.get("release", {}).get("total") is None for f in run["releases"]["families"])
+        texts = [
+            run["report"],
+            json.dumps(run["releases"]),
+            *(v for k, v in run["attrs"].items() if not k.startswith("pymc_rdp")),
+        ]
+        for text in texts:
+            assert not (_numbers(text) & exact), (_numbers(text) & exact, text[:2000])
+    # the structure of everything published is the same for both neighbours
+    mask = functools.partial(_NUMBER.sub, "#")
+    assert mask(a["report"]) == mask(b["report"])
+    assert a["releases"] == b["releases"]
+    assert a["ledger"] == b["ledger"]
+    assert {k: v for k, v in a["attrs"].items() if k.startswith("pymc_rdp")} == {
+        k: v for k, v in b["attrs"].items() if k.startswith("pymc_rdp")
+    }
+    assert a["shapes"] == b["shapes"] and a["figures"] == b["figures"]
+    assert a["files"] == b["files"]
+    assert "NOT PRIVATE" not in a["report"]
+    _ = pd  # the frames above are pandas
+
+
+def test_report_carries_no_seed_and_unsafe_noise_is_marked(cancer_files, tmp_path, monkeypatch):
+    """Issue 11, defect 2: --seed steers only the MCMC and is not written; reproducible noise
+    needs --unsafe-noise-seed, which the ledger and the report mark as not private."""
+    base = [
+        "fit",
+        str(cancer_files["train"]),
+        "--structure",
+        str(cancer_files["bif"]),
+        "--order",
+        "4",
+        "--quiet",
+    ]
+    safe, unsafe = tmp_path / "safe", tmp_path / "unsafe"
+    _run_fit([*base, "--seed", "48151", "--out", str(safe)], monkeypatch)
+    _run_fit(
+        [*base, "--seed=48151", "--unsafe-noise-seed", "62342", "--out", str(unsafe)], monkeypatch
+    )
+    for out in (safe, unsafe):
+        for name in ("report.md", "releases.json", "ledger.json"):
+            text = (out / name).read_text()
+            assert "48151" not in text and "62342" not in text, name
+    assert "--seed S" in (safe / "report.md").read_text()
+    assert "NOT PRIVATE" not in (safe / "report.md").read_text()
+    assert Accountant.from_json((safe / "ledger.json").read_text()).within_guarantee
+    report = (unsafe / "report.md").read_text()
+    assert report.startswith("# ") and "**NOT PRIVATE.**" in report
+    assert "--unsafe-noise-seed S" in report
+    acc = Accountant.from_json((unsafe / "ledger.json").read_text())
+    assert not acc.within_guarantee
+    assert {d["kind"] for d in acc.declarations} == {"unsafe_noise"}
+    # two runs with the same --seed but OS noise release different tables
+    again = tmp_path / "again"
+    _run_fit([*base, "--seed", "48151", "--out", str(again)], monkeypatch)
+    fam = [json.loads((o / "releases.json").read_text())["families"] for o in (safe, again)]
+    assert fam[0][0]["values"] != fam[1][0]["values"]

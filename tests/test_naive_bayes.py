@@ -19,7 +19,12 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from pymc_rdp import datasets, rdp
 from pymc_rdp.accountant import Accountant, BudgetExceededError
-from pymc_rdp.mechanisms import DirichletMechanism, GaussianMechanism, LaplaceMechanism
+from pymc_rdp.mechanisms import (
+    DirichletMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    UnsafeNoiseSeed,
+)
 from pymc_rdp.models.naive_bayes import NaiveBayes
 
 PRIVATE = ["dirichlet", "gaussian", "laplace"]
@@ -56,7 +61,9 @@ def _toy(rng: np.random.Generator, n: int = 400) -> tuple[pd.DataFrame, np.ndarr
 
 def test_sklearn_api_basics(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
-    model = NaiveBayes(mechanism="gaussian", epsilon=2.0, random_state=0, **TOY_DOMAIN)
+    model = NaiveBayes(
+        mechanism="gaussian", epsilon=2.0, noise_source=UnsafeNoiseSeed(0), **TOY_DOMAIN
+    )
     assert is_classifier(model)
     params = model.get_params()
     assert params["mechanism"] == "gaussian"
@@ -72,7 +79,7 @@ def test_sklearn_api_basics(rng: np.random.Generator) -> None:
         "accountant",
         "categories",
         "classes",
-        "random_state",
+        "noise_source",
     }
     twin = clone(model)
     assert twin.get_params() == params
@@ -96,13 +103,17 @@ def test_sklearn_api_basics(rng: np.random.Generator) -> None:
 
 @pytest.mark.parametrize("mechanism", ["none", "dirichlet"])
 def test_sklearn_estimator_checks(mechanism: str) -> None:
-    # a private fit reads the domain from sklearn's probe data only under the explicit opt-in
-    kw = FROM_DATA if mechanism != "none" else {}
+    # The checks refit the estimator and its clones hundreds of times. Every private fit is
+    # charged to one shared accountant, so they need an accountant whose budget covers them all
+    # (here: none, an accountant without a limit); it must collect every fit. A private fit
+    # reads the domain from sklearn's probe data only under the explicit opt-in.
+    acc = Accountant() if mechanism != "none" else None
+    kw = {**FROM_DATA, "accountant": acc} if mechanism != "none" else {}
     with warnings.catch_warnings():
         # sklearn's own checks emit SkipTestWarning and cast warnings on their probe data
         warnings.simplefilter("ignore")
         results = check_estimator(
-            NaiveBayes(mechanism=mechanism, random_state=0, **kw), on_fail=None
+            NaiveBayes(mechanism=mechanism, noise_source=UnsafeNoiseSeed(0), **kw), on_fail=None
         )
     failed = [r for r in results if r["status"] == "failed"]
     # the only failures allowed: probe data of real numbers, refused as a domain (binning advice)
@@ -111,12 +122,24 @@ def test_sklearn_estimator_checks(mechanism: str) -> None:
         assert "non-integral numbers and cannot be a domain" in str(cause), r["check_name"]
     assert len(failed) <= (1 if mechanism != "none" else 0)
     assert sum(r["status"] == "passed" for r in results) > 40
+    if acc is not None:
+        assert sum(e.tag == "naive_bayes/class" for e in acc.ledger) > 40
 
 
 def test_cross_val_score_clones(german: tuple) -> None:
     X_train, _, y_train, _ = german
-    model = NaiveBayes(mechanism="dirichlet", random_state=0, **FROM_DATA)
+    # five fits on the private data: the accountant must afford five budgets of ε = 1
+    acc = Accountant.at_order(5.0, 5.0)
+    model = NaiveBayes(
+        mechanism="dirichlet",
+        epsilon=1.0,
+        order=5.0,
+        noise_source=UnsafeNoiseSeed(0),
+        accountant=acc,
+        **FROM_DATA,
+    )
     scores = cross_val_score(model, X_train, y_train)
+    assert sum(e.tag == "naive_bayes/class" for e in acc.ledger) == 5
     assert scores.shape == (5,)
     assert np.all((scores > 0.4) & (scores <= 1.0))
 
@@ -173,7 +196,7 @@ def test_budget_at_order(
         epsilon=epsilon,
         order=5.0,
         neighbours=neighbours,
-        random_state=1,
+        noise_source=UnsafeNoiseSeed(1),
         **TOY_DOMAIN,
     ).fit(X, y)
     acc = model.accountant_
@@ -205,7 +228,11 @@ def test_budget_epsilon_delta(mechanism: str, epsilon: float, rng: np.random.Gen
     X, y = _toy(rng)
     delta = 1e-6
     model = NaiveBayes(
-        mechanism=mechanism, epsilon=epsilon, delta=delta, random_state=2, **TOY_DOMAIN
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        noise_source=UnsafeNoiseSeed(2),
+        **TOY_DOMAIN,
     ).fit(X, y)
     acc = model.accountant_
     assert acc.epsilon(delta) <= epsilon
@@ -275,7 +302,7 @@ def test_budget_never_exceeded_property(
         epsilon=epsilon,
         order=order,
         neighbours=neighbours,
-        random_state=seed,
+        noise_source=UnsafeNoiseSeed(seed),
         categories=[[0, 1, 2]] * n_features,
         classes=list(range(n_classes)),
     ).fit(X, y)
@@ -289,7 +316,10 @@ def test_budget_never_exceeded_property(
 def test_colliding_column_names_get_distinct_groups() -> None:
     X = pd.DataFrame({1: ["a", "b", "a", "b"], "1": ["x", "x", "y", "y"]})
     model = NaiveBayes(
-        mechanism="laplace", random_state=0, categories=[["a", "b"], ["x", "y"]], classes=[0, 1]
+        mechanism="laplace",
+        noise_source=UnsafeNoiseSeed(0),
+        categories=[["a", "b"], ["x", "y"]],
+        classes=[0, 1],
     ).fit(X, [0, 1, 0, 1])
     groups = [e.group for e in model.accountant_.ledger[1:]]
     assert len(set(groups)) == 2
@@ -300,9 +330,9 @@ def test_shared_accountant_composes_sequentially(rng: np.random.Generator) -> No
     X, y = _toy(rng)
     acc = Accountant.at_order(2.0, 5.0)
     kw = {"mechanism": "gaussian", "epsilon": 0.5, "accountant": acc, **TOY_DOMAIN}
-    NaiveBayes(random_state=0, **kw).fit(X, y)
+    NaiveBayes(noise_source=UnsafeNoiseSeed(0), **kw).fit(X, y)
     first = float(acc.rdp([5.0])[0])
-    NaiveBayes(random_state=1, **kw).fit(X, y)
+    NaiveBayes(noise_source=UnsafeNoiseSeed(1), **kw).fit(X, y)
     assert float(acc.rdp([5.0])[0]) == pytest.approx(2 * first, rel=1e-12)
     assert first == pytest.approx(0.5, rel=1e-6)
 
@@ -323,7 +353,11 @@ def test_over_budget_refused_before_any_release(
 
     monkeypatch.setattr(GaussianMechanism, "release", spy)
     model = NaiveBayes(
-        mechanism="gaussian", epsilon=1.0, accountant=acc, random_state=0, **TOY_DOMAIN
+        mechanism="gaussian",
+        epsilon=1.0,
+        accountant=acc,
+        noise_source=UnsafeNoiseSeed(0),
+        **TOY_DOMAIN,
     )
     with pytest.raises(BudgetExceededError, match="cannot afford"):
         model.fit(X, y)
@@ -346,9 +380,13 @@ def test_each_table_charged_before_its_release(
         return original(self, value, rng)
 
     monkeypatch.setattr(cls, "release", spy)
-    NaiveBayes(mechanism=mechanism, epsilon=1.0, accountant=acc, random_state=0, **TOY_DOMAIN).fit(
-        X, y
-    )
+    NaiveBayes(
+        mechanism=mechanism,
+        epsilon=1.0,
+        accountant=acc,
+        noise_source=UnsafeNoiseSeed(0),
+        **TOY_DOMAIN,
+    ).fit(X, y)
     # table 0 (classes) after 1 entry, then each feature table after its 2 row entries
     assert [n for n, _ in seen] == [1, 3, 5, 7]
     # The class table is released from N_j, one count per record (not K x N_j).
@@ -367,7 +405,10 @@ def test_class_sensitivity_in_ledger(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
     for neighbours, expected in (("replace-one", math.sqrt(2.0)), ("add-remove", 1.0)):
         model = NaiveBayes(
-            mechanism="gaussian", neighbours=neighbours, random_state=0, **TOY_DOMAIN
+            mechanism="gaussian",
+            neighbours=neighbours,
+            noise_source=UnsafeNoiseSeed(0),
+            **TOY_DOMAIN,
         ).fit(X, y)
         entry = model.accountant_.ledger[0]
         assert entry.tag == "naive_bayes/class"
@@ -386,9 +427,9 @@ def test_laplace_curve_superadditive_in_sensitivity() -> None:
 
 def test_reproducible(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
-    a = NaiveBayes(mechanism="dirichlet", random_state=7, **TOY_DOMAIN).fit(X, y)
-    b = NaiveBayes(mechanism="dirichlet", random_state=7, **TOY_DOMAIN).fit(X, y)
-    c = NaiveBayes(mechanism="dirichlet", random_state=8, **TOY_DOMAIN).fit(X, y)
+    a = NaiveBayes(mechanism="dirichlet", noise_source=UnsafeNoiseSeed(7), **TOY_DOMAIN).fit(X, y)
+    b = NaiveBayes(mechanism="dirichlet", noise_source=UnsafeNoiseSeed(7), **TOY_DOMAIN).fit(X, y)
+    c = NaiveBayes(mechanism="dirichlet", noise_source=UnsafeNoiseSeed(8), **TOY_DOMAIN).fit(X, y)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     assert not np.array_equal(a.predict_proba(X), c.predict_proba(X))
 
@@ -407,7 +448,11 @@ def test_dirichlet_beats_gaussian_and_laplace_on_german_credit(
     for mechanism in PRIVATE:
         ce = [
             NaiveBayes(
-                mechanism=mechanism, epsilon=epsilon, order=5.0, random_state=seed, **FROM_DATA
+                mechanism=mechanism,
+                epsilon=epsilon,
+                order=5.0,
+                noise_source=UnsafeNoiseSeed(seed),
+                **FROM_DATA,
             )
             .fit(X_train, y_train)
             .cross_entropy(X_test, y_test)
@@ -430,7 +475,7 @@ def test_dirichlet_beats_gaussian_and_laplace_on_german_credit(
 @pytest.mark.parametrize("mechanism", ["none", "dirichlet"])
 def test_unseen_and_missing_states_are_left_out(mechanism: str, rng: np.random.Generator) -> None:
     X, y = _toy(rng)
-    model = NaiveBayes(mechanism=mechanism, random_state=3, **TOY_DOMAIN).fit(X, y)
+    model = NaiveBayes(mechanism=mechanism, noise_source=UnsafeNoiseSeed(3), **TOY_DOMAIN).fit(X, y)
     odd = X.iloc[:3].copy().astype(object)
     odd.loc[odd.index[0], "a"] = "never-seen"
     odd.loc[odd.index[1], "a"] = np.nan
@@ -463,7 +508,7 @@ def test_explicit_categories(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
     cats = [["x", "y", "z", "w"], [0, 1, 2, 3, 4], ["p", "q"]]
     model = NaiveBayes(
-        mechanism="laplace", categories=cats, classes=["no", "yes"], random_state=0
+        mechanism="laplace", categories=cats, classes=["no", "yes"], noise_source=UnsafeNoiseSeed(0)
     ).fit(X, y)
     assert [len(c) for c in model.categories_] == [4, 5, 2]
     assert model.feature_log_prob_[0].shape == (2, 4)
@@ -665,3 +710,47 @@ def test_bad_domain_arguments(rng: np.random.Generator, kwargs, error, match: st
     X, y = _toy(rng)
     with pytest.raises(error, match=match):
         NaiveBayes(**{**TOY_DOMAIN, **kwargs}).fit(X, y)
+
+
+# ------------------------------------------------------------------------------------------------
+# Privacy noise never comes from a user seed
+# ------------------------------------------------------------------------------------------------
+
+
+def test_no_random_state_and_seeds_refused_as_noise(rng: np.random.Generator) -> None:
+    X, y = _toy(rng)
+    with pytest.raises(TypeError, match="random_state"):
+        NaiveBayes(mechanism="gaussian", random_state=1)
+    for bad in (1, np.random.default_rng(1)):
+        acc = Accountant()
+        with pytest.raises(TypeError, match="noise_source must be None"):
+            NaiveBayes(mechanism="gaussian", accountant=acc, noise_source=bad, **TOY_DOMAIN).fit(
+                X, y
+            )
+        assert len(acc.ledger) == 0
+    # the default draws fresh OS noise on every fit
+    model = NaiveBayes(mechanism="gaussian", epsilon=1.0, **TOY_DOMAIN)
+    first = model.fit(X, y).releases_["naive_bayes/class"]
+    again = NaiveBayes(mechanism="gaussian", epsilon=1.0, **TOY_DOMAIN).fit(X, y)
+    assert not np.array_equal(first, again.releases_["naive_bayes/class"])
+    assert model.accountant_.within_guarantee
+
+
+def test_unsafe_seed_is_reproducible_unchanged_by_fit_and_declared(
+    rng: np.random.Generator,
+) -> None:
+    X, y = _toy(rng)
+    source = UnsafeNoiseSeed(9)
+    model = NaiveBayes(mechanism="laplace", noise_source=source, **TOY_DOMAIN)
+    a = model.fit(X, y).releases_["naive_bayes/class"]
+    # each fit restarts the seed's stream (a second estimator: a refit would be charged to the
+    # first fit's accountant, whose budget is spent)
+    other = NaiveBayes(mechanism="laplace", noise_source=source, **TOY_DOMAIN)
+    b = other.fit(X, y).releases_["naive_bayes/class"]
+    np.testing.assert_array_equal(a, b)
+    assert model.get_params()["noise_source"] is source
+    assert source.generator().random() == UnsafeNoiseSeed(9).generator().random()  # untouched
+    acc = model.accountant_
+    assert not acc.within_guarantee
+    assert {d["kind"] for d in acc.declarations} == {"unsafe_noise"}
+    assert "NOT PRIVATE" in acc.report()

@@ -9,7 +9,7 @@
 """
 
 from . import likelihoods
-from .dirichlet_release import DirichletRelease, DirichletReleaseRV, release
+from .dirichlet_release import DirichletRelease, DirichletReleaseRV, RefusedDrawError, release
 from .ledger import (
     ACCOUNTANT_ATTR,
     LEDGER_ATTR,
@@ -32,6 +32,7 @@ __all__ = [
     "NoisyCounts",
     "NoisyCountsRV",
     "PrivateRandomVariable",
+    "RefusedDrawError",
     "Release",
     "attach_ledger",
     "check_sensitivity",

@@ -53,6 +53,7 @@ from ..mechanisms import (
     LaplaceMechanism,
     Mechanism,
 )
+from ..mechanisms.noise import UnsafeNoiseSeed, declare_unsafe_noise, resolve_noise_source
 
 __all__ = ["NaiveBayes"]
 
@@ -106,6 +107,27 @@ def _log_bisect(feasible: Callable[[float], bool], start: float, feasible_above:
     return good
 
 
+class _AccountantHandle:
+    """A box, shared by an estimator and its clones, for the accountant of their fits."""
+
+    __slots__ = ("accountant",)
+
+    def __init__(self) -> None:
+        self.accountant: Accountant | None = None
+
+    def __copy__(self) -> _AccountantHandle:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _AccountantHandle:
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"accountant": self.accountant}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.accountant = state["accountant"]
+
+
 class NaiveBayes(ClassifierMixin, BaseEstimator):
     r"""Differentially private categorical naive Bayes (scikit-learn estimator).
 
@@ -135,9 +157,15 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
     smoothing : float
         Additive smoothing > 0 of ``mechanism="none"``.
     accountant : Accountant, optional
-        Accountant charged by :meth:`fit`. Default: a new accountant whose budget is exactly the
-        requested one (``Accountant.at_order(epsilon, order)`` or ``Accountant((epsilon,
-        delta))``). A given accountant is charged in place and keeps its own budget.
+        Accountant charged by :meth:`fit`; a given accountant is charged in place and keeps its
+        own budget, and the clones of the estimator (``sklearn.base.clone``, hence
+        ``cross_val_score`` and ``GridSearchCV``) charge the same one. Default: the first fit
+        creates an accountant whose budget is exactly the requested one
+        (``Accountant.at_order(epsilon, order)`` or ``Accountant((epsilon, delta))``), and
+        every later fit of this estimator and of its clones (made before or after that fit) is
+        charged to it: a refit with the whole budget again is refused. For several fits give an
+        accountant whose budget covers them all. A pickled estimator carries a copy of its
+        accountant: fits in other processes (``n_jobs`` > 1) charge their copy only.
     categories : None, "from-data", sequence of sequences or dict
         The public states of each feature: one list per feature (in column order) or a dict
         column -> list. States never observed get zero counts, so the released tables' shapes
@@ -150,8 +178,13 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
     classes : None, "from-data" or sequence
         The public class labels, in order (``classes_``), like ``categories``: a declared label
         never observed gets zero counts, a label outside them is refused.
-    random_state : None, int or numpy.random.Generator
-        Source of randomness of the releases.
+    noise_source : None or NoiseSource
+        ``None`` (default): the releases' noise comes from the operating system's entropy.
+        ``pmr.UnsafeNoiseSeed(k)``: reproducible, **non-private** releases for tests (the ledger
+        records an ``"unsafe_noise"`` declaration outside the guarantee). An int or a NumPy
+        generator is refused (TypeError) at :meth:`fit`. Every fit starts the seed's stream
+        afresh. There is no ``random_state``: a fit runs no MCMC, and privacy noise is never
+        steered by a user seed.
 
     Attributes
     ----------
@@ -200,7 +233,7 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         accountant: Accountant | None = None,
         categories: str | Sequence[Sequence[Any]] | Mapping[Any, Sequence[Any]] | None = None,
         classes: str | Sequence[Any] | None = None,
-        random_state: int | np.random.Generator | None = None,
+        noise_source: Any = None,
     ) -> None:
         self.mechanism = mechanism
         self.epsilon = epsilon
@@ -212,7 +245,7 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         self.accountant = accountant
         self.categories = categories
         self.classes = classes
-        self.random_state = random_state
+        self.noise_source = noise_source
 
     # ------------------------------------------------------------------------------- checks
 
@@ -235,6 +268,10 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
             self._delta = delta
         self._alpha0 = _positive_scalar(self.alpha0, "alpha0")
         self._smoothing = _positive_scalar(self.smoothing, "smoothing")
+        noise = resolve_noise_source(self.noise_source)
+        # a fresh stream per fit, so that fitting never changes the parameter (scikit-learn's
+        # convention for seeds) and refits with the same UnsafeNoiseSeed repeat the same noise
+        self._noise = UnsafeNoiseSeed(noise.seed) if isinstance(noise, UnsafeNoiseSeed) else noise
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
             raise TypeError(
                 f"accountant must be None or an Accountant, got {type(self.accountant)!r}"
@@ -242,6 +279,9 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
 
     @staticmethod
     def _as_frame(X: Any) -> pd.DataFrame:
+        if isinstance(X, pd.DataFrame):
+            return X
+        X = _eager_to_pandas(X)
         if isinstance(X, pd.DataFrame):
             return X
         if isinstance(X, (str, bytes)) or X is None:
@@ -372,10 +412,13 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
 
         accountant = self.accountant
         if accountant is None:
-            if self._delta is None:
-                accountant = Accountant.at_order(self._epsilon, self._order)
-            else:
-                accountant = Accountant(budget=(self._epsilon, self._delta))
+            handle = self._accountant_handle()
+            if handle.accountant is None:
+                if self._delta is None:
+                    handle.accountant = Accountant.at_order(self._epsilon, self._order)
+                else:
+                    handle.accountant = Accountant(budget=(self._epsilon, self._delta))
+            accountant = handle.accountant
         self.accountant_ = accountant
         mech = self._calibrate(k + 1, accountant.orders)
         self.mechanism_ = mech
@@ -384,20 +427,30 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         partitions = [str(c) for c in classes]
         if len(set(partitions)) != n_classes:
             partitions = list(range(n_classes))
+        # Every feature table of this fit is its own parallel group: partitions (class labels)
+        # of two fits must never merge.
+        groups = [None] + [accountant.new_group(t) for t in tags[1:]]
         # Check the whole fit against the budget before anything is charged or released.
-        trial = Accountant.from_json(accountant.to_json())
+        trial = accountant.fork()
         try:
-            self._charge(trial, mech, tags, partitions)
+            self._charge(trial, mech, tags, groups, partitions)
         except BudgetExceededError as exc:
+            own = (
+                ""
+                if self.accountant is not None
+                else " (without accountant=, every fit of this estimator and of its clones is "
+                "charged to the accountant created at the first fit; pass accountant= with a "
+                "budget for all the fits)"
+            )
             raise BudgetExceededError(
-                f"the accountant cannot afford this fit of {k + 1} tables: {exc}"
+                f"the accountant cannot afford this fit of {k + 1} tables{own}: {exc}"
             ) from exc
         read = [str(columns[i]) for i in features_from_data]
         declare_from_data(
             accountant, read + (["y (classes)"] if classes_from_data else []), "NaiveBayes.fit"
         )
 
-        rng = np.random.default_rng(self.random_state)
+        source = self._noise
         released = []
         for t, (tag, table) in enumerate(zip(tags, [class_counts, *tables], strict=True)):
             # charge first, then draw the noise
@@ -405,9 +458,14 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
                 accountant.spend(mech, tag=tag)
             else:
                 accountant.spend_batch(
-                    [mech] * n_classes, tags=[tag] * n_classes, group=tag, partitions=partitions
+                    [mech] * n_classes,
+                    tags=[tag] * n_classes,
+                    group=groups[t],
+                    partitions=partitions,
                 )
-            out = np.asarray(mech.release(table, rng), dtype=np.float64)
+                accountant.close_group(groups[t])
+            declare_unsafe_noise(accountant, source, f"release {tag!r}")
+            out = np.asarray(mech.release(table, source), dtype=np.float64)
             self.releases_[tag] = out
             released.append(self._to_probabilities(out))
         self.class_log_prior_ = np.log(released[0])
@@ -415,16 +473,40 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         return self
 
     def _charge(
-        self, accountant: Accountant, mech: Mechanism, tags: list[str], partitions: list[Any]
+        self,
+        accountant: Accountant,
+        mech: Mechanism,
+        tags: list[str],
+        groups: list[Any],
+        partitions: list[Any],
     ) -> None:
         accountant.spend(mech, tag=tags[0])
-        for tag in tags[1:]:
+        for tag, group in zip(tags[1:], groups[1:], strict=True):
             accountant.spend_batch(
                 [mech] * len(partitions),
                 tags=[tag] * len(partitions),
-                group=tag,
+                group=group,
                 partitions=partitions,
             )
+
+    # ------------------------------------------------------------- the shared accountant
+
+    def _accountant_handle(self) -> _AccountantHandle:
+        """The box holding the accountant of fits without ``accountant=`` (made on first use)."""
+        handle = self.__dict__.get("_shared_accountant")
+        if handle is None:
+            handle = self._shared_accountant = _AccountantHandle()
+        return handle
+
+    def __sklearn_clone__(self) -> NaiveBayes:
+        # scikit-learn's clone rebuilds the estimator from its constructor parameters, which
+        # must stay unmodified. An explicit accountant survives that (an Accountant's deepcopy
+        # is the accountant itself). Without one, the clone receives this estimator's handle, so
+        # that the fits of the clones made by cross_val_score or GridSearchCV are all charged to
+        # one accountant, created by the first of them.
+        new = super().__sklearn_clone__()
+        new._shared_accountant = self._accountant_handle()
+        return new
 
     def _to_probabilities(self, released: np.ndarray) -> np.ndarray:
         if self.mechanism == "dirichlet":
@@ -628,6 +710,25 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         tags.input_tags.allow_nan = True
         tags.non_deterministic = self.mechanism != "none"
         return tags
+
+
+def _eager_to_pandas(X: Any) -> Any:
+    """A Polars or PyArrow (any narwhals eager) frame as pandas; other inputs unchanged.
+
+    A lazy frame (DuckDB, Polars lazy, Spark) has no row order to align with ``y`` and is
+    refused: collect it first, or count its tables with :func:`pymc_rdp.count_tables`.
+    """
+    import narwhals as nw
+
+    frame = nw.from_native(X, pass_through=True)
+    if isinstance(frame, nw.LazyFrame):
+        raise TypeError(
+            f"X is a lazy frame ({type(X).__name__}): NaiveBayes needs its records row-aligned "
+            "with y; collect it first"
+        )
+    if isinstance(frame, nw.DataFrame):
+        return frame.to_pandas()
+    return X
 
 
 def _scalar(value: Any, name: str) -> float:
