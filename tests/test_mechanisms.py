@@ -205,7 +205,7 @@ def test_additive_release_refuses_bad_values(mech):
     ],
 )
 def test_release_refuses_seeds_and_generators(mech, bad):
-    """Privacy noise is never steered by a user seed or generator (defect 2 of issue 11)."""
+    """Privacy noise is never steered by a user seed or generator."""
     with pytest.raises(TypeError, match="noise_source must be None"):
         mech.release(np.array([0.0, 1.0]), noise_source=bad)
     with pytest.raises(TypeError, match="noise_source must be None"):
