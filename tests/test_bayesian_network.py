@@ -301,7 +301,6 @@ def test_gaussian_noise_is_calibrated_to_the_exact_bound(toy: pd.DataFrame, neig
         delta=delta,
         neighbours=neighbours,
         noise_aware=False,
-        random_state=0,
     )
     mech = bn.family_mechanism
     d2 = math.sqrt(2.0) if neighbours == "replace-one" else 1.0

@@ -264,9 +264,7 @@ def test_gaussian_noise_is_calibrated_to_the_exact_bound(rng: np.random.Generato
     from pymc_rdp.tight_accounting import gaussian_sigma
 
     X, y = _toy(rng)
-    model = NaiveBayes(
-        mechanism="gaussian", epsilon=1.0, delta=1e-6, random_state=2, **TOY_DOMAIN
-    ).fit(X, y)
+    model = NaiveBayes(mechanism="gaussian", epsilon=1.0, delta=1e-6, **TOY_DOMAIN).fit(X, y)
     mech = model.mechanism_
     assert mech.sigma == gaussian_sigma(1.0 * (1 - 1e-9), 1e-6, math.sqrt(2.0), count=4)
     # 1% less noise on the four tables does not fit into the same budget
