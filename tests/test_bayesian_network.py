@@ -263,7 +263,8 @@ def test_budget_epsilon_delta(toy: pd.DataFrame, mechanism: str) -> None:
     assert acc.epsilon(delta) <= eps
     assert acc.epsilon(delta) >= 0.97 * eps
     if mechanism == "gaussian":
-        # independent: dp-accounting composes 3 Gaussians on the same orders
+        # calibrated on the discrete Gaussian's RDP curve (equal to the continuous curve, so
+        # dp-accounting's RDP accountant of 3 Gaussians recomputes it independently)
         from dp_accounting import GaussianDpEvent, SelfComposedDpEvent
         from dp_accounting.rdp import RdpAccountant
 
@@ -271,6 +272,30 @@ def test_budget_epsilon_delta(toy: pd.DataFrame, mechanism: str) -> None:
         ra = RdpAccountant(orders=list(acc.orders))
         ra.compose(SelfComposedDpEvent(GaussianDpEvent(mech.sigma / mech.sensitivity), 3))
         assert ra.get_epsilon(delta) <= eps * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("neighbours", ["replace-one", "add-remove"])
+def test_discrete_gaussian_noise_is_calibrated_to_its_curve(toy: pd.DataFrame, neighbours) -> None:
+    from pymc_rdp.mechanisms import DiscreteGaussianMechanism
+
+    eps, delta = 1.0, 1e-6
+    bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
+        toy,
+        mechanism="gaussian",
+        epsilon=eps,
+        delta=delta,
+        neighbours=neighbours,
+        noise_aware=False,
+    )
+    mech = bn.family_mechanism
+    d2 = math.sqrt(2.0) if neighbours == "replace-one" else 1.0
+    assert isinstance(mech, DiscreteGaussianMechanism) and mech.sensitivity == d2
+    o = rdp.DEFAULT_ORDERS
+    assert rdp.to_dp(o, 3 * rdp.discrete_gaussian(o, mech.sigma, d2), delta)[0] <= eps
+    # the same three tables with 1% less noise do not fit into the budget
+    fresh = Accountant(budget=(eps, delta))
+    assert fresh.can_spend(mech, count=3)
+    assert not fresh.can_spend(DiscreteGaussianMechanism(0.99 * mech.sigma, d2), count=3)
 
 
 def test_external_accountant_is_charged_and_refuses(toy: pd.DataFrame) -> None:
@@ -719,7 +744,7 @@ def test_per_family_prior_gives_dirichlet_cpt_rows() -> None:
     np.testing.assert_allclose(weights.var(axis=0), w_var, rtol=0.1)
 
 
-# ------------------------------------------------------- issue 11: seeds and totals
+# ------------------------------------------------------- seeds and totals
 
 
 @pytest.fixture(scope="module")
@@ -754,7 +779,7 @@ def _fit_gaussian(bn: BayesianNetwork, df: pd.DataFrame, **kw) -> BayesianNetwor
 
 
 def test_seed_search_recovers_no_table(asia) -> None:
-    """Issue 11, defect 2: the README's ``fit(..., random_state=1)`` made the noise a function of
+    """Seeded noise: the README's ``fit(..., random_state=1)`` made the noise a function of
     a published seed; a search over small seeds recovered all 8 asia family tables exactly.
     The attack is run here: the call is refused, and the noise of a default fit (OS entropy)
     matches no seed's noise stream."""
@@ -809,16 +834,18 @@ def test_seeds_and_generators_are_refused_as_noise(toy: pd.DataFrame, bad) -> No
 
 
 def test_number_of_records_is_published_only_when_declared(toy: pd.DataFrame) -> None:
-    """Issue 11, defect 7: N leaves the fit only when the caller declares it public."""
+    """Exact totals: N leaves the fit only when the caller declares it public."""
     n = len(toy)
     bn = BayesianNetwork(STRUCTURE, states=STATES)
     bn.fit(toy, mechanism="dirichlet", epsilon=1.0, order=5.0)
     assert bn.n_records is None and bn.accountant.declarations == ()
+    bn = BayesianNetwork(STRUCTURE, states=STATES)  # a refit would charge the first accountant
     bn.fit(toy, mechanism="gaussian", epsilon=1.0, order=5.0, noise_aware=False)
     totals = [float(np.sum(bn.releases[v].values)) for v in bn.nodes]
     assert bn.n_records == max(1, round(float(np.mean(totals))))  # post-processing only
     assert all(r.total is None and '"total": null' in r.to_json() for r in bn.releases.values())
     assert bn.accountant.declarations == ()
+    bn = BayesianNetwork(STRUCTURE, states=STATES)
     bn.fit(toy, mechanism="gaussian", epsilon=1.0, order=5.0, public_total=n)
     assert bn.n_records == n
     assert all(r.total == n for r in bn.releases.values())

@@ -542,18 +542,21 @@ class BayesianNetwork:
                 return DiscreteLaplaceMechanism.calibrate(eps_f, order=order, sensitivity=d1)
             return DirichletMechanism.calibrate(eps_f, order, d2, dinf, alpha0=alpha0)
         eps_t = epsilon * (1.0 - _MARGIN)
+        # the tightest valid bound (pymc_rdp.tight_accounting), as the accountant computes it
+        # (the discrete mechanisms' curves, converted by RDP: the continuous Gaussian's exact
+        # composition does not apply to the discrete Gaussian)
+        from ..tight_accounting import planned_epsilon
 
-        def meets(curve: np.ndarray) -> bool:
-            return bool(rdp.to_dp(orders, k * curve, delta)[0] <= eps_t)
+        def meets(mech: Any) -> bool:
+            return planned_epsilon([(mech, k)], delta, orders=orders) <= eps_t
 
         if mechanism == "gaussian":
-            # K discrete Gaussians with ℓ2 sensitivity Δ₂ compose into one with Δ₂√K
             sigma = _least(
-                lambda s: meets(rdp.discrete_gaussian(orders, s, d2)), d2 * math.sqrt(k) / eps_t
+                lambda s: meets(DiscreteGaussianMechanism(s, d2)), d2 * math.sqrt(k) / eps_t
             )
             return DiscreteGaussianMechanism(sigma, d2)
         if mechanism == "laplace":
-            scale = _least(lambda b: meets(rdp.discrete_laplace(orders, b, d1)), d1 * k / eps_t)
+            scale = _least(lambda b: meets(DiscreteLaplaceMechanism(b, d1)), d1 * k / eps_t)
             return DiscreteLaplaceMechanism(scale, d1)
         from ..budget import calibrate_dirichlet
 

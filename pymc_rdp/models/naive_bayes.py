@@ -537,6 +537,8 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
             curve = n_tables * np.asarray(mech.rdp(orders), dtype=np.float64)
             return bool(_rdp.to_dp(orders, curve, delta)[0] <= target)
 
+        # the discrete mechanisms: their RDP curves converted as the accountant converts them
+        # (every record is in one partition of each table)
         if self.mechanism == "gaussian":
             sigma = _log_bisect(
                 lambda s: composed_ok(DiscreteGaussianMechanism(s, d2)),
