@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from dp_accounting.rdp.rdp_privacy_accountant import compute_epsilon
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.base import clone, is_classifier
 from sklearn.exceptions import NotFittedError
 from sklearn.model_selection import cross_val_score
@@ -260,6 +262,16 @@ def test_discrete_gaussian_noise_is_calibrated_to_its_curve(rng: np.random.Gener
     assert fresh.can_spend(mech, count=4)
 
 
+@settings(max_examples=25, deadline=None)
+@given(
+    mechanism=st.sampled_from(PRIVATE),
+    epsilon=st.floats(1e-3, 20.0),
+    order=st.floats(1.5, 64.0),
+    neighbours=st.sampled_from(["replace-one", "add-remove"]),
+    n_features=st.integers(1, 6),
+    n_classes=st.integers(2, 4),
+    seed=st.integers(0, 2**16),
+)
 def test_budget_never_exceeded_property(
     mechanism: str,
     epsilon: float,
