@@ -33,9 +33,11 @@ The tuples passed to every kernel:
     3 Dirichlet (``r[v]``, ``logt`` = log θ̃ per cell, ``acell`` = α per cell, ``arow`` = Σα
     per row); ``y`` the released values per cell; the BD tables.
 
-Random numbers come from numba's own generator, seeded by :func:`seed`.
+Random numbers come from numba's own generator, seeded by :func:`seed` (in nopython mode
+numba offers the legacy ``np.random`` functions, hence the NPY002 exemption).
 """
 
+# ruff: noqa: NPY002
 from __future__ import annotations
 
 import math
@@ -57,7 +59,13 @@ def seed(value):
 
 @njit(cache=True)
 def _cell_term(v, cell, n, bd, obs):
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
+    kind = obs[0]
+    coef = obs[1]
+    r = obs[2]
+    y = obs[3]
+    logt = obs[4]
+    acell = obs[5]
+    lg_cell = obs[7]
     t = 0.0
     if bd:
         t += lg_cell[v, n]
@@ -75,7 +83,10 @@ def _cell_term(v, cell, n, bd, obs):
 
 @njit(cache=True)
 def _row_term(v, row, n, bd, obs):
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
+    kind = obs[0]
+    r = obs[2]
+    arow = obs[6]
+    lg_row = obs[8]
     t = 0.0
     if bd:
         t -= lg_row[v, n]
@@ -119,7 +130,9 @@ def _unmove(row_a, cell_a, row_b, cell_b, cell_n, row_n):
 
 @njit(cache=True)
 def _config(x, j, v, net):
-    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
+    n_par = net[1]
+    par = net[2]
+    stride = net[3]
     c = 0
     for p in range(n_par[v]):
         c += x[j, par[v, p]] * stride[v, p]
@@ -129,7 +142,9 @@ def _config(x, j, v, net):
 @njit(cache=True)
 def tabulate(x, net, cell_n, row_n):
     """Fill ``cell_n`` and ``row_n`` with the family tables of the records ``x``."""
-    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
+    card = net[0]
+    cell_off = net[4]
+    row_off = net[5]
     cell_n[:] = 0
     row_n[:] = 0
     n, d = x.shape
@@ -143,7 +158,9 @@ def tabulate(x, net, cell_n, row_n):
 @njit(cache=True)
 def log_target(cell_n, row_n, bd, net, obs):
     """The whole log target (up to a constant): Σ cell terms + Σ row terms (tests only)."""
-    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
+    card = net[0]
+    cell_off = net[4]
+    row_off = net[5]
     total = 0.0
     for v in range(card.shape[0]):
         n_cfg = (cell_off[v + 1] - cell_off[v]) // card[v]
@@ -167,7 +184,8 @@ def _log_gamma_variate(a):
 @njit(cache=True)
 def draw_theta(cell_n, alpha0, net, theta, buf):
     """θ | x: every CPT row ``Dirichlet(α₀ + n_c)``, into ``theta`` (flat like ``cell_n``)."""
-    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
+    card = net[0]
+    cell_off = net[4]
     for v in range(card.shape[0]):
         kv = card[v]
         n_cfg = (cell_off[v + 1] - cell_off[v]) // kv
@@ -193,7 +211,12 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
     For each record j: propose x*_j ~ p(x | θ) by forward sampling and accept with probability
     min(1, η(y | s − t(x_j) + t(x*_j)) / η(y | s)). Returns the number of accepted records.
     """
-    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
+    card = net[0]
+    n_par = net[1]
+    par = net[2]
+    stride = net[3]
+    cell_off = net[4]
+    row_off = net[5]
     n, d = x.shape
     xnew = np.empty(d, dtype=np.int64)
     old_cell = np.empty(d, dtype=np.int64)
@@ -241,7 +264,11 @@ def _flip(x, j, v, knew, net, obs, cell_n, row_n, log_a, log_ra, log_b, log_rb, 
     """Set x[j, v] = knew, updating v's family and its children's; log ratio of the collapsed
     target. Writes the moves it made into the logs from position ``start`` (returns the count
     through ``log_a[-1]``-free bookkeeping: the caller knows it is 1 + number of children)."""
-    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
+    card = net[0]
+    cell_off = net[4]
+    row_off = net[5]
+    n_ch = net[6]
+    ch = net[7]
     c = _config(x, j, v, net)
     row = row_off[v] + c
     base = cell_off[v] + c * card[v]
@@ -282,7 +309,9 @@ def site_sweep(x, net, obs, cell_n, row_n):
     """Collapsed single-attribute moves: for every record and node, propose a uniformly chosen
     other state and accept by the collapsed target (BD score × η) over its Markov blanket
     (the node's family cell and its children's). Returns (accepted, proposed)."""
-    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
+    card = net[0]
+    n_ch = net[6]
+    ch = net[7]
     n, d = x.shape
     width = 1 + ch.shape[1]
     log_a = np.empty(width, dtype=np.int64)
@@ -339,8 +368,11 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
     ratio of the target sums the moved records' changes to v's family row and to their rows of
     v's children's families. Returns (accepted, proposed).
     """
-    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
-    n, d = x.shape
+    card = net[0]
+    cell_off = net[4]
+    n_ch = net[6]
+    ch = net[7]
+    n = x.shape[0]
     kv = card[v]
     if kv < 2 or n == 0:
         return 0, 0
