@@ -57,62 +57,112 @@ def seed(value):
     np.random.seed(value)
 
 
+# The helpers take scalars or arrays, never the parameter tuples: unpacking a tuple inside a
+# helper called per record cost about 100x (reference counting of every array it holds).
 @njit(cache=True)
-def _cell_term(v, cell, n, bd, obs):
-    kind = obs[0]
-    coef = obs[1]
-    r = obs[2]
-    y = obs[3]
-    logt = obs[4]
-    acell = obs[5]
-    lg_cell = obs[7]
-    t = 0.0
+def _cell_term(kv, coef_v, r_v, y_c, logt_c, acell_c, n):
+    if kv == 1:
+        d = y_c - n
+        return -coef_v * d * d
+    if kv == 2:
+        return -coef_v * abs(y_c - n)
+    if kv == 3:
+        rn = r_v * n
+        return rn * logt_c - math.lgamma(rn + acell_c)
+    return 0.0
+
+
+@njit(cache=True)
+def _row_term(kv, r_v, arow_r, n):
+    if kv == 3:
+        return math.lgamma(r_v * n + arow_r)
+    return 0.0
+
+
+@njit(cache=True)
+def _shift(
+    v, cell, row, d, bd, cell_n, row_n, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row
+):
+    """Add ``d`` (±1) records to one cell of family ``v`` (row unchanged if ``row < 0``)."""
+    kv = kind[v]
+    na = cell_n[cell]
+    nb = na + d
+    delta = _cell_term(kv, coef[v], r[v], y[cell], logt[cell], acell[cell], nb) - _cell_term(
+        kv, coef[v], r[v], y[cell], logt[cell], acell[cell], na
+    )
     if bd:
-        t += lg_cell[v, n]
-    k = kind[v]
-    if k == 1:
-        d = y[cell] - n
-        t -= coef[v] * d * d
-    elif k == 2:
-        t -= coef[v] * abs(y[cell] - n)
-    elif k == 3:
-        rn = r[v] * n
-        t += rn * logt[cell] - math.lgamma(rn + acell[cell])
-    return t
+        delta += lg_cell[v, nb] - lg_cell[v, na]
+    cell_n[cell] = nb
+    if row >= 0:
+        ma = row_n[row]
+        mb = ma + d
+        delta += _row_term(kv, r[v], arow[row], mb) - _row_term(kv, r[v], arow[row], ma)
+        if bd:
+            delta -= lg_row[v, mb] - lg_row[v, ma]
+        row_n[row] = mb
+    return delta
 
 
 @njit(cache=True)
-def _row_term(v, row, n, bd, obs):
-    kind = obs[0]
-    r = obs[2]
-    arow = obs[6]
-    lg_row = obs[8]
-    t = 0.0
-    if bd:
-        t -= lg_row[v, n]
-    if kind[v] == 3:
-        t += math.lgamma(r[v] * n + arow[row])
-    return t
-
-
-@njit(cache=True)
-def _move(v, row_a, cell_a, row_b, cell_b, bd, cell_n, row_n, obs):
+def _move(
+    v,
+    row_a,
+    cell_a,
+    row_b,
+    cell_b,
+    bd,
+    cell_n,
+    row_n,
+    kind,
+    coef,
+    r,
+    y,
+    logt,
+    acell,
+    arow,
+    lg_cell,
+    lg_row,
+):
     """Move one record of family ``v`` from (row_a, cell_a) to (row_b, cell_b); the log ratio."""
     if cell_a == cell_b:
         return 0.0
-    na = cell_n[cell_a]
-    nb = cell_n[cell_b]
-    delta = _cell_term(v, cell_a, na - 1, bd, obs) - _cell_term(v, cell_a, na, bd, obs)
-    cell_n[cell_a] = na - 1
-    delta += _cell_term(v, cell_b, nb + 1, bd, obs) - _cell_term(v, cell_b, nb, bd, obs)
-    cell_n[cell_b] = nb + 1
-    if row_a != row_b:
-        ma = row_n[row_a]
-        mb = row_n[row_b]
-        delta += _row_term(v, row_a, ma - 1, bd, obs) - _row_term(v, row_a, ma, bd, obs)
-        row_n[row_a] = ma - 1
-        delta += _row_term(v, row_b, mb + 1, bd, obs) - _row_term(v, row_b, mb, bd, obs)
-        row_n[row_b] = mb + 1
+    same = row_a == row_b
+    delta = _shift(
+        v,
+        cell_a,
+        -1 if same else row_a,
+        -1,
+        bd,
+        cell_n,
+        row_n,
+        kind,
+        coef,
+        r,
+        y,
+        logt,
+        acell,
+        arow,
+        lg_cell,
+        lg_row,
+    )
+    delta += _shift(
+        v,
+        cell_b,
+        -1 if same else row_b,
+        1,
+        bd,
+        cell_n,
+        row_n,
+        kind,
+        coef,
+        r,
+        y,
+        logt,
+        acell,
+        arow,
+        lg_cell,
+        lg_row,
+    )
     return delta
 
 
@@ -129,10 +179,7 @@ def _unmove(row_a, cell_a, row_b, cell_b, cell_n, row_n):
 
 
 @njit(cache=True)
-def _config(x, j, v, net):
-    n_par = net[1]
-    par = net[2]
-    stride = net[3]
+def _config(x, j, v, n_par, par, stride):
     c = 0
     for p in range(n_par[v]):
         c += x[j, par[v, p]] * stride[v, p]
@@ -142,15 +189,22 @@ def _config(x, j, v, net):
 @njit(cache=True)
 def tabulate(x, net, cell_n, row_n):
     """Fill ``cell_n`` and ``row_n`` with the family tables of the records ``x``."""
-    card = net[0]
-    cell_off = net[4]
-    row_off = net[5]
+    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
     cell_n[:] = 0
     row_n[:] = 0
     n, d = x.shape
     for j in range(n):
         for v in range(d):
-            c = _config(x, j, v, net)
+            c = _config(x, j, v, n_par, par, stride)
             cell_n[cell_off[v] + c * card[v] + x[j, v]] += 1
             row_n[row_off[v] + c] += 1
 
@@ -158,17 +212,41 @@ def tabulate(x, net, cell_n, row_n):
 @njit(cache=True)
 def log_target(cell_n, row_n, bd, net, obs):
     """The whole log target (up to a constant): Σ cell terms + Σ row terms (tests only)."""
-    card = net[0]
-    cell_off = net[4]
-    row_off = net[5]
+    card, _n_par, _par, _stride, cell_off, row_off, _n_ch, _ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
+        obs[0],
+        obs[1],
+        obs[2],
+        obs[3],
+        obs[4],
+        obs[5],
+        obs[6],
+        obs[7],
+        obs[8],
+    )
     total = 0.0
     for v in range(card.shape[0]):
         n_cfg = (cell_off[v + 1] - cell_off[v]) // card[v]
         for c in range(n_cfg):
-            total += _row_term(v, row_off[v] + c, row_n[row_off[v] + c], bd, obs)
+            row = row_off[v] + c
+            total += _row_term(kind[v], r[v], arow[row], row_n[row])
+            if bd:
+                total -= lg_row[v, row_n[row]]
             for k in range(card[v]):
                 cell = cell_off[v] + c * card[v] + k
-                total += _cell_term(v, cell, cell_n[cell], bd, obs)
+                n = cell_n[cell]
+                total += _cell_term(kind[v], coef[v], r[v], y[cell], logt[cell], acell[cell], n)
+                if bd:
+                    total += lg_cell[v, n]
     return total
 
 
@@ -184,8 +262,16 @@ def _log_gamma_variate(a):
 @njit(cache=True)
 def draw_theta(cell_n, alpha0, net, theta, buf):
     """θ | x: every CPT row ``Dirichlet(α₀ + n_c)``, into ``theta`` (flat like ``cell_n``)."""
-    card = net[0]
-    cell_off = net[4]
+    card, _n_par, _par, _stride, cell_off, _row_off, _n_ch, _ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
     for v in range(card.shape[0]):
         kv = card[v]
         n_cfg = (cell_off[v + 1] - cell_off[v]) // kv
@@ -211,12 +297,27 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
     For each record j: propose x*_j ~ p(x | θ) by forward sampling and accept with probability
     min(1, η(y | s − t(x_j) + t(x*_j)) / η(y | s)). Returns the number of accepted records.
     """
-    card = net[0]
-    n_par = net[1]
-    par = net[2]
-    stride = net[3]
-    cell_off = net[4]
-    row_off = net[5]
+    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
+        obs[0],
+        obs[1],
+        obs[2],
+        obs[3],
+        obs[4],
+        obs[5],
+        obs[6],
+        obs[7],
+        obs[8],
+    )
     n, d = x.shape
     xnew = np.empty(d, dtype=np.int64)
     old_cell = np.empty(d, dtype=np.int64)
@@ -241,13 +342,29 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
             xnew[v] = k
             new_cell[v] = base + k
             new_row[v] = row_off[v] + c
-            c_old = _config(x, j, v, net)
+            c_old = _config(x, j, v, n_par, par, stride)
             old_cell[v] = cell_off[v] + c_old * card[v] + x[j, v]
             old_row[v] = row_off[v] + c_old
         delta = 0.0
         for v in range(d):
             delta += _move(
-                v, old_row[v], old_cell[v], new_row[v], new_cell[v], False, cell_n, row_n, obs
+                v,
+                old_row[v],
+                old_cell[v],
+                new_row[v],
+                new_cell[v],
+                False,
+                cell_n,
+                row_n,
+                kind,
+                coef,
+                r,
+                y,
+                logt,
+                acell,
+                arow,
+                lg_cell,
+                lg_row,
             )
         if math.log(1.0 - np.random.random()) < delta:
             accepted += 1
@@ -260,19 +377,60 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
 
 
 @njit(cache=True)
-def _flip(x, j, v, knew, net, obs, cell_n, row_n, log_a, log_ra, log_b, log_rb, start):
+def _flip(
+    x,
+    j,
+    v,
+    knew,
+    card,
+    n_par,
+    par,
+    stride,
+    cell_off,
+    row_off,
+    n_ch,
+    ch,
+    kind,
+    coef,
+    r,
+    y,
+    logt,
+    acell,
+    arow,
+    lg_cell,
+    lg_row,
+    cell_n,
+    row_n,
+    log_a,
+    log_ra,
+    log_b,
+    log_rb,
+    start,
+):
     """Set x[j, v] = knew, updating v's family and its children's; log ratio of the collapsed
-    target. Writes the moves it made into the logs from position ``start`` (returns the count
-    through ``log_a[-1]``-free bookkeeping: the caller knows it is 1 + number of children)."""
-    card = net[0]
-    cell_off = net[4]
-    row_off = net[5]
-    n_ch = net[6]
-    ch = net[7]
-    c = _config(x, j, v, net)
+    target. Writes its 1 + (number of children) moves into the logs from position ``start``."""
+    c = _config(x, j, v, n_par, par, stride)
     row = row_off[v] + c
     base = cell_off[v] + c * card[v]
-    delta = _move(v, row, base + x[j, v], row, base + knew, True, cell_n, row_n, obs)
+    delta = _move(
+        v,
+        row,
+        base + x[j, v],
+        row,
+        base + knew,
+        True,
+        cell_n,
+        row_n,
+        kind,
+        coef,
+        r,
+        y,
+        logt,
+        acell,
+        arow,
+        lg_cell,
+        lg_row,
+    )
     log_ra[start] = row
     log_a[start] = base + x[j, v]
     log_rb[start] = row
@@ -280,13 +438,13 @@ def _flip(x, j, v, knew, net, obs, cell_n, row_n, log_a, log_ra, log_b, log_rb, 
     kold = x[j, v]
     for i in range(n_ch[v]):
         w = ch[v, i]
-        cw = _config(x, j, w, net)
+        cw = _config(x, j, w, n_par, par, stride)
         log_ra[start + 1 + i] = row_off[w] + cw
         log_a[start + 1 + i] = cell_off[w] + cw * card[w] + x[j, w]
     x[j, v] = knew
     for i in range(n_ch[v]):
         w = ch[v, i]
-        cw = _config(x, j, w, net)
+        cw = _config(x, j, w, n_par, par, stride)
         log_rb[start + 1 + i] = row_off[w] + cw
         log_b[start + 1 + i] = cell_off[w] + cw * card[w] + x[j, w]
         delta += _move(
@@ -298,7 +456,15 @@ def _flip(x, j, v, knew, net, obs, cell_n, row_n, log_a, log_ra, log_b, log_rb, 
             True,
             cell_n,
             row_n,
-            obs,
+            kind,
+            coef,
+            r,
+            y,
+            logt,
+            acell,
+            arow,
+            lg_cell,
+            lg_row,
         )
     x[j, v] = kold  # the caller decides
     return delta
@@ -309,9 +475,27 @@ def site_sweep(x, net, obs, cell_n, row_n):
     """Collapsed single-attribute moves: for every record and node, propose a uniformly chosen
     other state and accept by the collapsed target (BD score × η) over its Markov blanket
     (the node's family cell and its children's). Returns (accepted, proposed)."""
-    card = net[0]
-    n_ch = net[6]
-    ch = net[7]
+    card, n_par, par, stride, cell_off, row_off, n_ch, ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
+        obs[0],
+        obs[1],
+        obs[2],
+        obs[3],
+        obs[4],
+        obs[5],
+        obs[6],
+        obs[7],
+        obs[8],
+    )
     n, d = x.shape
     width = 1 + ch.shape[1]
     log_a = np.empty(width, dtype=np.int64)
@@ -330,7 +514,36 @@ def site_sweep(x, net, obs, cell_n, row_n):
             if knew >= kold:
                 knew += 1
             proposed += 1
-            delta = _flip(x, j, v, knew, net, obs, cell_n, row_n, log_a, log_ra, log_b, log_rb, 0)
+            delta = _flip(
+                x,
+                j,
+                v,
+                knew,
+                card,
+                n_par,
+                par,
+                stride,
+                cell_off,
+                row_off,
+                n_ch,
+                ch,
+                kind,
+                coef,
+                r,
+                y,
+                logt,
+                acell,
+                arow,
+                lg_cell,
+                lg_row,
+                cell_n,
+                row_n,
+                log_a,
+                log_ra,
+                log_b,
+                log_rb,
+                0,
+            )
             if math.log(1.0 - np.random.random()) < delta:
                 x[j, v] = knew
                 accepted += 1
@@ -368,10 +581,27 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
     ratio of the target sums the moved records' changes to v's family row and to their rows of
     v's children's families. Returns (accepted, proposed).
     """
-    card = net[0]
-    cell_off = net[4]
-    n_ch = net[6]
-    ch = net[7]
+    card, n_par, par, stride, cell_off, row_off, n_ch, ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
+        obs[0],
+        obs[1],
+        obs[2],
+        obs[3],
+        obs[4],
+        obs[5],
+        obs[6],
+        obs[7],
+        obs[8],
+    )
     n = x.shape[0]
     kv = card[v]
     if kv < 2 or n == 0:
@@ -390,7 +620,7 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
     order = np.empty(n, dtype=np.int64)
     pos = np.empty(n, dtype=np.int64)
     for j in range(n):
-        l = _config(x, j, v, net) * kv + x[j, v]
+        l = _config(x, j, v, n_par, par, stride) * kv + x[j, v]
         order[fill[l]] = j
         pos[j] = fill[l]
         fill[l] += 1
@@ -409,7 +639,7 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
         if k2 >= k1:
             k2 += 1
         m = 1 + np.random.randint(0, max_m)
-        c = _config(x, i, v, net)
+        c = _config(x, i, v, n_par, par, stride)
         l1 = c * kv + k1
         l2 = c * kv + k2
         n1 = size[l1]
@@ -426,7 +656,36 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
         used = 0
         for t in range(m):
             j = sel[t]
-            delta += _flip(x, j, v, k2, net, obs, cell_n, row_n, log_a, log_ra, log_b, log_rb, used)
+            delta += _flip(
+                x,
+                j,
+                v,
+                k2,
+                card,
+                n_par,
+                par,
+                stride,
+                cell_off,
+                row_off,
+                n_ch,
+                ch,
+                kind,
+                coef,
+                r,
+                y,
+                logt,
+                acell,
+                arow,
+                lg_cell,
+                lg_row,
+                cell_n,
+                row_n,
+                log_a,
+                log_ra,
+                log_b,
+                log_rb,
+                used,
+            )
             used += 1 + n_ch[v]
             x[j, v] = k2  # later records' children see the earlier records moved
         if math.log(1.0 - np.random.random()) < delta:
