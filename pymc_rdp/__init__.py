@@ -40,6 +40,8 @@ _EXPORTS: dict[str, str] = {
     "sample": "pymc_rdp.distributions",
     "attach_ledger": "pymc_rdp.distributions",
     "read_ledger": "pymc_rdp.distributions",
+    "DataAugmentation": "pymc_rdp.distributions.data_augmentation",
+    "sample_augmentation": "pymc_rdp.distributions.data_augmentation",
     # models
     "NaiveBayes": "pymc_rdp.models.naive_bayes",
     "BayesianNetwork": "pymc_rdp.models.bayesian_network",
