@@ -393,7 +393,9 @@ def test_from_network(mechanism):
         draws = bn.cpt_draws(idata, v)
         assert draws.shape[1:] == (len(bn.parent_configurations(v)), bn.cards[v])
         np.testing.assert_allclose(draws.sum(axis=-1), 1.0, rtol=1e-12)
-    assert "pymc_rdp_accountant" in idata.attrs or any("account" in k for k in idata.attrs)
+    from pymc_rdp.distributions import read_ledger
+
+    assert read_ledger(idata)["accountant"].to_json() == bn.accountant.to_json()
 
 
 def test_from_network_refuses_unknown_n_and_no_privacy():

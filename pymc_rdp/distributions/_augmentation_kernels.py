@@ -574,10 +574,11 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
     configuration.
 
     Proposal: a record i uniformly, its configuration c and state k₁; another state k₂
-    uniformly; m uniformly in 1..max_m; m − 1 further records uniformly from the other
-    n₁ − 1 records of cell (c, k₁). The reverse move has the same probability up to the number
-    of ways to choose the companions, so the Hastings ratio is
-    C(n₁ − 1, m − 1) / C(n₂ + m − 1, m − 1) (n₁, n₂ the cells' counts before the move). The log
+    uniformly; m uniformly in 1..min(max_m, n₁); m − 1 further records uniformly from the other
+    n₁ − 1 records of cell (c, k₁). The reverse move picks m among min(max_m, n₂ + m) and its
+    companions among n₂ + m − 1, so the Hastings ratio is
+    C(n₁ − 1, m − 1) min(max_m, n₁) / (C(n₂ + m − 1, m − 1) min(max_m, n₂ + m))
+    (n₁, n₂ the cells' counts before the move). The log
     ratio of the target sums the moved records' changes to v's family row and to their rows of
     v's children's families. Returns (accepted, proposed).
     """
@@ -638,14 +639,13 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
         k2 = np.random.randint(0, kv - 1)
         if k2 >= k1:
             k2 += 1
-        m = 1 + np.random.randint(0, max_m)
         c = _config(x, i, v, n_par, par, stride)
         l1 = c * kv + k1
         l2 = c * kv + k2
         n1 = size[l1]
         n2 = size[l2]
-        if m > n1:
-            continue
+        top = min(max_m, n1)
+        m = 1 + np.random.randint(0, top)
         s0 = start[l1]
         _swap(order, pos, pos[i], s0)
         for t in range(1, m):
@@ -653,6 +653,7 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
         for t in range(m):
             sel[t] = order[s0 + t]
         delta = _log_choose(n1 - 1, m - 1) - _log_choose(n2 + m - 1, m - 1)
+        delta += math.log(top) - math.log(min(max_m, n2 + m))
         used = 0
         for t in range(m):
             j = sel[t]
