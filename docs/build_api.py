@@ -18,6 +18,8 @@ MODULES = [
     "pymc_rdp.mechanisms",
     "pymc_rdp.accountant",
     "pymc_rdp.budget",
+    "pymc_rdp.counting",
+    "pymc_rdp.counting.files",
     "pymc_rdp.dirichlet_divergence",
     "pymc_rdp.ops",
     "pymc_rdp.distributions",

@@ -44,17 +44,17 @@ def main() -> None:
     # 1. histogram, add/remove neighbours: one record changes one cell by 1 (Δ₂ = 1)
     gauss = GaussianMechanism.calibrate(0.5, delta=DELTA, sensitivity=1.0)
     acc.spend(gauss, tag="age-band histogram")
-    hist = gauss.release(np.bincount(age_band, minlength=5), rng)
+    hist = gauss.release(np.bincount(age_band, minlength=5))
 
     # 2. a single count (Δ₁ = 1)
     lap = LaplaceMechanism.calibrate(0.3, order=8.0, sensitivity=1.0)
     acc.spend(lap, tag="number of smokers")
-    n_smokers = lap.release(smoker.sum(), rng)
+    n_smokers = lap.release(smoker.sum())
 
     # 3. randomized response on each record's bit
     rr = RandomizedResponse.calibrate(0.5, order=8.0)
     acc.spend(rr, tag="smoker bits")
-    noisy_bits = rr.release(smoker, rng)
+    noisy_bits = rr.release(smoker)
     debiased = (noisy_bits.mean() - (1 - rr.p)) / (2 * rr.p - 1)
 
     # 4. per-region counts: disjoint records, parallel composition within the group
@@ -62,14 +62,14 @@ def main() -> None:
     region_counts = []
     for r in range(4):
         acc.spend(per_region, tag=f"smokers in region {r}", group="region", partition=r)
-        region_counts.append(per_region.release(smoker[region == r].sum(), rng))
+        region_counts.append(per_region.release(smoker[region == r].sum()))
 
     # 5. a Dirichlet draw of the region distribution; replace-one: Δ₂ = √2, Δ∞ = 1
     dirichlet = DirichletMechanism.calibrate(
         0.5, 8.0, l2_sensitivity=np.sqrt(2.0), linf_sensitivity=1.0
     )
     acc.spend(dirichlet, tag="region distribution")
-    region_share = dirichlet.release(np.bincount(region, minlength=4), rng)
+    region_share = dirichlet.release(np.bincount(region, minlength=4))
 
     # 6. a release that would overspend is refused before any noise is drawn
     greedy = GaussianMechanism(0.5)

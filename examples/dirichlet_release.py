@@ -4,7 +4,7 @@ Curator: a synthetic table of (weather, activity) records gives the counts of th
 P(activity | weather): 3 parent configurations × 3 child states. The Dirichlet mechanism
 (Ponnoprat 2023) is calibrated to ε = 1 at order λ = 5 for replace-one neighbours
 (Δ₂ = √2, Δ∞ = 1). ``DirichletRelease`` declares θ̃ ~ Dirichlet(r·counts + α) per row, and
-``release`` makes k exact draws, charging k × the per-draw curve (rows in parallel). A second
+``release`` makes k exact draws, charging k × the table's per-draw curve (one entry). A second
 release that would exceed the budget is refused before anything is drawn.
 
 The released draws come back as an ArviZ DataTree (chain = 1, draw = k) with the ledger in its
@@ -65,13 +65,13 @@ def main(argv: list[str] | None = None) -> Path:
             "activity_given_weather", counts, mechanism, dims=("weather", "activity")
         )
 
-    tree = pmr.release(model, draws=k, accountant=accountant, random_seed=rng)
+    tree = pmr.release(model, draws=k, accountant=accountant)
     print(
         f"released {k} exact draws; r = {float(mechanism.r):.4g}, α = {float(mechanism.alpha):.4g}"
     )
     print(az.summary(tree, kind="stats"))
     try:
-        pmr.release(model, draws=k, accountant=accountant, random_seed=rng)
+        pmr.release(model, draws=k, accountant=accountant)
     except BudgetExceededError as exc:
         print("second release refused before drawing:", str(exc).splitlines()[0][:120])
     print(accountant.report())

@@ -50,9 +50,7 @@ def curator(out: Path, seed: int) -> tuple[Path, Accountant]:
 
     accountant = Accountant(budget=(2.0, 1e-6))
     mechanism = LaplaceMechanism.calibrate(1.0, order=float("inf"), sensitivity=2.0)
-    release = pmr.privatize(
-        table, mechanism, accountant, "age x smoking", rng=rng, clamp="zero", round=True
-    )
+    release = pmr.privatize(table, mechanism, accountant, "age x smoking", clamp="zero", round=True)
     path = out / "release.json"
     path.write_text(release.to_json())
     print(f"true table:\n{table}\nreleased table (Laplace b = {mechanism.scale:g}):")
@@ -63,9 +61,12 @@ def curator(out: Path, seed: int) -> tuple[Path, Accountant]:
 def analyst(release_path: Path, accountant: Accountant, out: Path, fast: bool, seed: int) -> None:
     """Model the published release and sample the noise-aware posterior."""
     release = pmr.Release.from_json(release_path.read_text())
-    total = release.total  # public under replace-one neighbours
     coords = {"age": AGES, "smoking": SMOKING}
     with pm.Model(coords=coords) as model:
+        # The exact number of records is private and not in the release: a prior centred on the
+        # noisy table's sum (post-processing) stands in for it.
+        noisy_sum = max(float(np.sum(release.values)), 1.0)
+        total = pm.LogNormal("n_records", mu=np.log(noisy_sum), sigma=0.1)
         w = pm.Dirichlet("age_share", np.ones(3), dims="age")
         p = pm.Dirichlet("smoking_rate", np.ones((3, 2)), dims=("age", "smoking"))
         pmr.NoisyCounts("table", total * w, p, release, dims=("age", "smoking"))

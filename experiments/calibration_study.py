@@ -295,6 +295,7 @@ class _Setting:
         self.given = {v: list(range(self.cards[v])) for v in st.order}
 
     def _network(self, df, epsilon, release_seed, noise_aware):
+        from pymc_rdp.mechanisms import UnsafeNoiseSeed
         from pymc_rdp.models.bayesian_network import BayesianNetwork
 
         return BayesianNetwork(self.structure, states=self.given).fit(
@@ -303,7 +304,8 @@ class _Setting:
             epsilon=epsilon,
             order=5.0,
             noise_aware=noise_aware,
-            random_state=release_seed,
+            # simulated data: reproducible (not private) noise keeps the study repeatable
+            noise_source=UnsafeNoiseSeed(release_seed),
         )
 
     def _probe(self, df, rng, probe):
@@ -334,7 +336,7 @@ class _Setting:
         codes = forward_sample(st, truth, cards, self.n, data_rng)
         release_seed = int(data_rng.integers(2**31))
         df = pd.DataFrame({v: codes[v] for v in st.order})
-        # the naive baseline; its releases are the ones every method sees (same random_state)
+        # the naive baseline; its releases are the ones every method sees (same noise seed)
         naive = self._network(df, self.epsilon, release_seed, False)
         records = []
         for m in methods:

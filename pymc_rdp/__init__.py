@@ -23,10 +23,15 @@ _EXPORTS: dict[str, str] = {
     "LaplaceMechanism": "pymc_rdp.mechanisms",
     "RandomizedResponse": "pymc_rdp.mechanisms",
     "DirichletMechanism": "pymc_rdp.mechanisms",
+    "DirichletTableMechanism": "pymc_rdp.mechanisms",
     "mechanism_from_dict": "pymc_rdp.mechanisms",
     "CustomCurve": "pymc_rdp.mechanisms",
     "SystemNoise": "pymc_rdp.mechanisms",
     "UnsafeNoiseSeed": "pymc_rdp.mechanisms",
+    # private domains: quantiles and bin edges of numeric columns
+    "ExponentialQuantile": "pymc_rdp.mechanisms",
+    "private_quantiles": "pymc_rdp.mechanisms",
+    "private_bins": "pymc_rdp.mechanisms",
     # budget helpers
     "split_budget": "pymc_rdp.budget",
     "calibrate_dirichlet": "pymc_rdp.budget",
@@ -36,12 +41,16 @@ _EXPORTS: dict[str, str] = {
     "NoisyCounts": "pymc_rdp.distributions",
     "DirichletRelease": "pymc_rdp.distributions",
     "release": "pymc_rdp.distributions",
+    "RefusedDrawError": "pymc_rdp.distributions",
     "ledger": "pymc_rdp.distributions",
     "sample": "pymc_rdp.distributions",
     "attach_ledger": "pymc_rdp.distributions",
     "read_ledger": "pymc_rdp.distributions",
     "DataAugmentation": "pymc_rdp.distributions.data_augmentation",
     "sample_augmentation": "pymc_rdp.distributions.data_augmentation",
+    # counting contingency tables on any engine
+    "count_table": "pymc_rdp.counting",
+    "count_tables": "pymc_rdp.counting",
     # models
     "NaiveBayes": "pymc_rdp.models.naive_bayes",
     "BayesianNetwork": "pymc_rdp.models.bayesian_network",
@@ -54,10 +63,12 @@ _SUBMODULES = {
     "datasets",
     "models",
     "budget",
+    "counting",
     "dirichlet_divergence",
     "ops",
     "distributions",
     "plots",
+    "domains",
 }
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
@@ -83,6 +94,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from pymc_rdp.accountant import Accountant, BudgetExceededError, LedgerEntry  # noqa: F401
     from pymc_rdp.mechanisms import (  # noqa: F401
         DirichletMechanism,
+        DirichletTableMechanism,
         GaussianMechanism,
         LaplaceMechanism,
         Mechanism,

@@ -14,6 +14,22 @@ The composed curve is kept on the accountant's orders and updated incrementally:
 few array operations on the orders, whatever the length of the ledger. Conversion to (ε, δ)-DP uses
 :func:`pymc_rdp.rdp.to_dp` (Balle et al. 2020, Theorem 21, by default).
 
+A group holds the partitions of *one* release: partitions of two releases under one key would
+merge (the same class label in two fits charged once). Releases take a fresh key from
+:meth:`Accountant.new_group` (or ``with acc.parallel(label) as g:``) and close it when complete;
+a spend into a closed group is refused. Keys managed by the caller keep working, and keeping
+them distinct across releases is then the caller's job.
+
+An accountant is a shared handle on one budget: ``copy.copy``/``copy.deepcopy`` (and so
+scikit-learn's ``clone``) return the same accountant; :meth:`Accountant.fork` gives an
+independent copy.
+
+The ledger is tamper-evident: :meth:`Accountant.digest` is a SHA-256 hash chain over the orders,
+the budget, every entry and the declarations; :meth:`Accountant.to_json` stores it (and, with a
+key, an HMAC-SHA256 signature), and :meth:`Accountant.from_json` recomputes every entry's curve
+from its mechanism and refuses edited, negative or NaN curves, a broken chain, a digest other
+than an expected one, or a signature that does not verify.
+
 A budget is either an (ε, δ)-DP pair, met when ``to_dp(orders, curve, δ) <= ε``, or an RDP budget
 ε at one order λ (:meth:`Accountant.at_order`), met when ``curve(λ) <= ε``. A spend that would
 exceed it raises :class:`BudgetExceededError` and leaves the accountant exactly as it was.
@@ -21,9 +37,13 @@ exceed it raises :class:`BudgetExceededError` and leaves the accountant exactly 
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import hashlib
+import hmac
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,12 +51,22 @@ import numpy as np
 
 from . import rdp as _rdp
 from ._validation import as_float_array, check_count, check_orders
-from .mechanisms.base import Mechanism, mechanism_from_dict, trust_orders
+from .mechanisms.base import CustomCurve, Mechanism, mechanism_from_dict, trust_orders
 
 __all__ = ["Accountant", "BudgetExceededError", "LedgerEntry"]
 
 _FORMAT = "pymc-rdp-ledger"
-_VERSION = 1
+_VERSION = 2  # 2: hash chain, closed groups, optional signature; version 1 still loads
+_READABLE_VERSIONS = (1, 2)
+_CHAIN_DOMAIN = b"pymc-rdp-ledger-chain/1\n"
+_SIGNATURE_DOMAIN = b"pymc-rdp-ledger-signature/1\n"
+# Relative tolerance between a stored curve and the one recomputed from its mechanism on load.
+# Honest curves differ only by rounding: the vectorised batch formulas differ from the scalar
+# ones by a few ulps (measured <= 1.1e-15 relative), and special functions (log-gamma,
+# trigamma, log1p) may differ by ~1e-13 between library versions and platforms. 1e-9 leaves
+# four orders of magnitude of margin over that and is far below any privacy-relevant change.
+_CURVE_RTOL = 1e-9
+_CURVE_ATOL = 1e-15  # a stored value within 1e-15 of an exact 0 (ε-loss nobody can exploit)
 _REPORT_DELTA = 1e-6
 _CACHE_SIZE = 4096  # curves kept for repeated mechanisms
 
@@ -80,17 +110,19 @@ class LedgerEntry:
         """``{"name": mechanism, **params}`` for :func:`mechanism_from_dict`."""
         return {"name": self.mechanism, **self.params}
 
-    def to_dict(self) -> dict[str, Any]:
-        """A plain dictionary (the curve as a list of floats)."""
-        return {
+    def to_dict(self, *, curve: bool = True) -> dict[str, Any]:
+        """A plain dictionary (the curve as a list of floats; left out with ``curve=False``)."""
+        d = {
             "tag": self.tag,
             "mechanism": self.mechanism,
             "params": self.params,
             "count": self.count,
             "group": self.group,
             "partition": self.partition,
-            "curve": [float(x) for x in self.curve],
         }
+        if curve:
+            d["curve"] = [float(x) for x in self.curve]
+        return d
 
 
 _ENTRY_FIELDS = ("tag", "mechanism", "params", "count", "group", "partition", "curve", "index")
@@ -407,6 +439,117 @@ class Accountant:
         self._cache: dict[type, dict[Any, np.ndarray]] = {}  # class -> params key -> curve
         self._cache_size = 0
         self._declarations: list[dict[str, Any]] = []
+        self._group_keys: set[Any] = set()  # every group key an entry was recorded under
+        self._issued: set[str] = set()  # keys handed out by new_group
+        self._closed: dict[Any, None] = {}  # closed groups, in closing order
+        self._chain: tuple[int, bytes] | None = None  # (entries hashed, link after them)
+        self._verification: dict[str, Any] | None = None  # how a loaded ledger was checked
+
+    # ---------------------------------------------------------------- shared handle
+
+    def __copy__(self) -> Accountant:
+        # An accountant is a handle on one privacy budget, not a value: copies (including
+        # scikit-learn's clone, which deep-copies constructor parameters) must charge the same
+        # ledger, or every copy would start with the full budget again. Use fork() for an
+        # independent what-if copy; pickling still makes an independent copy.
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Accountant:
+        memo[id(self)] = self
+        return self
+
+    def fork(self) -> Accountant:
+        """An independent copy of the accountant, for trying spends without recording them.
+
+        ``copy.copy`` and ``copy.deepcopy`` return the accountant itself (it is a shared handle);
+        this is the one way to obtain a second, independent ledger with the same content.
+        """
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._base = self._base.copy()
+        new._spare = np.zeros(self._orders.size)
+        new._partitions = {g: dict(p) for g, p in self._partitions.items()}
+        new._group_rows = dict(self._group_rows)
+        new._gmax = self._gmax.copy()
+        new._gpart = self._gpart.copy()
+        new._total = self._total.copy()
+        new._entries = list(self._entries)
+        new._rows = list(self._rows)  # the old views keep reading the (append-only) old list
+        new._cache = {c: dict(d) for c, d in self._cache.items()}
+        new._declarations = [dict(d) for d in self._declarations]
+        new._group_keys = set(self._group_keys)
+        new._issued = set(self._issued)
+        new._closed = dict(self._closed)
+        new._verification = None if self._verification is None else dict(self._verification)
+        return new
+
+    # ---------------------------------------------------------------- group identity
+
+    def new_group(self, label: str = "group") -> str:
+        """A parallel-composition group key never used before on this accountant.
+
+        Partitions of one group compose by the order-wise maximum, so a group must hold the
+        partitions of *one* release: two releases that share a key would have their
+        partitions merged (a class label of one fit and the same label of another fit would be
+        charged once). Every release charged in parallel takes its own key from here and
+        closes it when it is complete (:meth:`close_group`, or use :meth:`parallel`).
+
+        Parameters
+        ----------
+        label : str
+            Readable prefix; the key is ``f"{label}#{n}"`` for the first ``n`` that no entry,
+            closed group or earlier call used.
+
+        Returns
+        -------
+        str
+        """
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"label must be a non-empty str, got {label!r}")
+        n = len(self._issued)
+        while True:
+            key = f"{label}#{n}"
+            if key not in self._issued and key not in self._group_keys and key not in self._closed:
+                break
+            n += 1
+        self._issued.add(key)
+        return key
+
+    def close_group(self, group: Any) -> None:
+        """Mark a group complete: any later spend into it raises ValueError.
+
+        Closed groups travel in the ledger JSON, so they stay closed after a reload.
+        """
+        group = _check_key(group, "group")
+        if group is None:
+            raise ValueError("group must not be None")
+        self._closed[group] = None
+
+    @contextlib.contextmanager
+    def parallel(self, label: str = "group") -> Iterator[str]:
+        """``with acc.parallel(label) as g:`` — a fresh group (:meth:`new_group`), closed on exit.
+
+        Spend every partition of one release inside the block with ``group=g``; the group is
+        closed when the block ends (also on an exception), so no later release can add
+        partitions to it.
+        """
+        key = self.new_group(label)
+        try:
+            yield key
+        finally:
+            self._closed[key] = None
+
+    @property
+    def closed_groups(self) -> tuple[Any, ...]:
+        """The closed group keys, in closing order."""
+        return tuple(self._closed)
+
+    def _refuse_closed(self, group: Any) -> None:
+        raise ValueError(
+            f"group {group!r} is closed: its release is complete, and partitions of a later "
+            "release would merge with it (take a fresh key from Accountant.new_group or "
+            "Accountant.parallel)"
+        )
 
     @property
     def orders(self) -> np.ndarray:
@@ -550,17 +693,20 @@ class Accountant:
             name, params = mechanism.name, mechanism.params()
         else:
             name, params = mechanism["name"], {k: v for k, v in mechanism.items() if k != "name"}
+        if group is not None:
+            self._group_keys.add(group)
         self._rows.append((tag, name, params, count, group, partition, curve))
         entry = _views(self._rows, len(self._rows) - 1, len(self._rows))[0]
         self._entries.append(entry)
         return entry
 
-    @staticmethod
-    def _check_group_partition(group: Any, partition: Any) -> tuple[Any, Any]:
+    def _check_group_partition(self, group: Any, partition: Any) -> tuple[Any, Any]:
         group = _check_key(group, "group")
         partition = _check_key(partition, "partition")
         if partition is not None and group is None:
             raise ValueError("partition needs a group: parallel composition is within a group")
+        if group is not None and group in self._closed:
+            self._refuse_closed(group)
         return group, partition
 
     def _overspend_message(self, total: np.ndarray, what: str) -> str:
@@ -636,6 +782,8 @@ class Accountant:
                     self._overspend_message(plan[-1], f"spending {mechanism!r}")
                 )
             self._commit(plan, group, partition)
+        if group is not None:
+            self._group_keys.add(group)
         rows = self._rows
         rows.append((tag, mechanism.name, params, count, group, partition, curve))
         entry = _new(_EntryView)
@@ -720,6 +868,8 @@ class Accountant:
                 raise ValueError(f"tags must be a sequence of one tag per mechanism ({n})")
             tag_list = [_check_tag(t, "tags") for t in tags]
         group = _check_key(group, "group")
+        if group is not None and group in self._closed:
+            self._refuse_closed(group)
         if partitions is None:
             part_list: list[Any] = [None] * n
         else:
@@ -801,6 +951,8 @@ class Accountant:
             )
         # commit
         self._base = base
+        if group is not None:
+            self._group_keys.add(group)
         if new_parts:
             self._partitions.setdefault(group, {}).update(new_parts)
             self._commit_group_row(group, gmax_row)
@@ -1015,6 +1167,22 @@ class Accountant:
         for d in self._declarations:
             head = "OUTSIDE THE GUARANTEE" if d["outside_guarantee"] else "declared public"
             lines.append(f"{head} ({d['kind']}): {d['detail']}")
+        custom = [e.index for e in self._entries if e.mechanism == CustomCurve.name]
+        if custom:
+            shown = ", ".join(map(str, custom[:10])) + (" ..." if len(custom) > 10 else "")
+            lines.append(
+                f"caller-supplied curves (custom_curve) at entries {shown}: not derived from a "
+                "mechanism here; the guarantee is only as good as the analysis behind them"
+            )
+        v = self._verification
+        if v is not None:
+            how = "hash chain verified" if v["chained"] else "version-1 ledger: no hash chain"
+            how += ", matches the expected digest" if v["digest_checked"] else ""
+            lines.append(
+                f"loaded ledger: curves recomputed from the mechanisms; {how}; "
+                f"signature {v['signature']}"
+            )
+        lines.append(f"ledger digest (sha256 chain): {self.digest()}")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -1068,78 +1236,368 @@ class Accountant:
 
     # ---------------------------------------------------------------- serialisation
 
-    def to_json(self) -> str:
+    def _budget_doc(self) -> dict[str, Any] | None:
+        if self._budget_kind == "dp":
+            return {"kind": "dp", "epsilon": self._budget_epsilon, "delta": self._budget_delta}
+        if self._budget_kind == "rdp":
+            return {"kind": "rdp", "epsilon": self._budget_epsilon, "order": self._budget_order}
+        return None
+
+    def _chain_link(self) -> bytes:
+        """The hash-chain link after the last entry, extended from the cached prefix."""
+        if self._chain is None:
+            head = {"orders": self._orders, "budget": self._budget_doc()}
+            self._chain = (0, hashlib.sha256(_CHAIN_DOMAIN + _canonical(head)).digest())
+        done, link = self._chain
+        entries = self._entries
+        if done < len(entries):
+            sha = hashlib.sha256
+            for e in entries[done:]:
+                link = sha(link + _canonical(e.to_dict(curve=False))).digest()
+            self._chain = (len(entries), link)
+        return link
+
+    def digest(self) -> str:
+        """The SHA-256 hash chain over the whole ledger, as 64 hexadecimal digits.
+
+        The chain starts from the orders and the budget; each entry extends it,
+        link_i = SHA-256(link_{i−1} ‖ canonical JSON of entry i); the digest is
+        SHA-256(link_n ‖ canonical JSON of the declarations and closed groups). Every field of
+        an entry (``LedgerEntry.to_dict(curve=False)``) is covered but its curve, which is not data
+        but a function of the mechanism, its parameters, the count and the orders — all
+        covered — and is recomputed on load. Publish the digest with the results: a ledger
+        that lost, gained, reordered or changed an entry no longer matches it
+        (``Accountant.from_json(s, expected_digest=...)``).
+
+        The chain is computed at the first call and extended incrementally (spends do not
+        hash anything).
+        """
+        tail = {"closed_groups": list(self._closed), "declarations": self._declarations}
+        return hashlib.sha256(self._chain_link() + _canonical(tail)).hexdigest()
+
+    def to_json(self, *, key: bytes | str | None = None) -> str:
         """The accountant as strict JSON (no NaN/Infinity literals), exactly round-tripped.
 
         Finite floats are written with Python's shortest round-trip repr; infinities as
-        ``{"__float__": "inf"}``; tuples (partition keys) as ``{"__tuple__": [...]}``.
+        ``{"__float__": "inf"}``; tuples (partition keys) as ``{"__tuple__": [...]}``. The
+        document carries its :meth:`digest` (``"chain"``) and, with ``key``, a keyed signature
+        of it, HMAC-SHA256 (``"signature"``), which only a holder of the key can produce.
+
+        Parameters
+        ----------
+        key : bytes or str, optional
+            Secret key for the signature (a str is encoded as UTF-8); non-empty.
         """
-        if self._budget_kind == "dp":
-            budget = {"kind": "dp", "epsilon": self._budget_epsilon, "delta": self._budget_delta}
-        elif self._budget_kind == "rdp":
-            budget = {"kind": "rdp", "epsilon": self._budget_epsilon, "order": self._budget_order}
-        else:
-            budget = None
-        doc = {
+        digest = self.digest()
+        doc: dict[str, Any] = {
             "format": _FORMAT,
             "version": _VERSION,
             "orders": self._orders,
-            "budget": budget,
+            "budget": self._budget_doc(),
             "entries": [e.to_dict() for e in self._entries],
             "declarations": self._declarations,
+            "closed_groups": list(self._closed),
+            "chain": {"algorithm": "sha256", "digest": digest},
         }
+        if key is not None:
+            sig = _sign(_check_key_bytes(key), digest)
+            doc["signature"] = {"algorithm": "hmac-sha256", "value": sig}
         return json.dumps(_encode(doc), allow_nan=False, ensure_ascii=False, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, s: str) -> Accountant:
-        """Rebuild an accountant from :meth:`to_json`.
+    def from_json(
+        cls,
+        s: str | bytes,
+        *,
+        expected_digest: str | None = None,
+        key: bytes | str | None = None,
+    ) -> Accountant:
+        """Rebuild an accountant from :meth:`to_json`, verifying what it can.
 
-        Entries are replayed in order from their stored curves (no mechanism is re-evaluated, no
-        budget check is repeated), so the composed curve is identical bit for bit.
+        Every entry's curve is recomputed from its mechanism (:func:`mechanism_from_dict` on
+        the stored name and parameters, times the count, on the ledger's orders) and compared
+        with the stored one: at every order both must be infinite, or differ by at most
+        1e-9 relative (plus 1e-15 absolute), the rounding by which honest evaluations of a
+        curve can differ (vectorised versus scalar formulas, library versions). A stored curve
+        that is negative, NaN or further from its recomputation means the ledger was edited:
+        ValueError. Within the tolerance the stored curve is kept, so that the rebuilt
+        accountant composes exactly as the one that wrote the ledger (and admitted its
+        spends). Curves of :class:`~pymc_rdp.mechanisms.CustomCurve` entries are the caller's
+        own statement: they are recomputed from their stored orders and values like any other,
+        accepted when non-negative, and flagged in :meth:`report` (nothing can check the
+        analysis behind them).
+
+        A version-2 ledger carries its hash chain: the digest recomputed from the entries,
+        declarations, budget and orders must equal the stored one (an entry dropped, reordered
+        or edited without recomputing the chain is refused). Since anyone can recompute an
+        unkeyed chain, pass ``expected_digest`` (the digest published with the results) or
+        ``key`` (the signature key) to detect a consistent rewrite too. Version-1 ledgers
+        (no chain) are loaded with their curves recomputed and are reported as unchained and
+        unsigned; ``expected_digest`` applies to them as well.
+
+        No budget check is repeated.
+
+        Parameters
+        ----------
+        s : str or bytes
+            The JSON text.
+        expected_digest : str, optional
+            A published :meth:`digest` the ledger must match.
+        key : bytes or str, optional
+            The key of :meth:`to_json`'s signature: the ledger must carry a signature that this
+            key verifies.
+
+        Raises
+        ------
+        ValueError
+            Not a ledger, an unsupported version, a malformed or edited entry, a chain or
+            digest mismatch, a missing or wrong signature.
         """
         if not isinstance(s, (str, bytes)):
             raise TypeError(f"s must be a JSON string, got {type(s)!r}")
+        if expected_digest is not None:
+            expected_digest = _check_digest(expected_digest)
+        key_bytes = None if key is None else _check_key_bytes(key)
         try:
             doc = _decode(json.loads(s))
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"s is not valid JSON: {exc}") from exc
         if not isinstance(doc, dict) or doc.get("format") != _FORMAT:
             raise ValueError("s is not a pymc-rdp ledger")
-        if doc.get("version") != _VERSION:
-            raise ValueError(f"unsupported ledger version {doc.get('version')!r}")
-        budget = doc["budget"]
-        orders = np.asarray(doc["orders"], dtype=np.float64)
-        if budget is None:
-            acc = cls(None, orders)
-        elif budget["kind"] == "dp":
-            acc = cls((budget["epsilon"], budget["delta"]), orders)
-        elif budget["kind"] == "rdp":
-            acc = cls.at_order(budget["epsilon"], budget["order"], orders)
-        else:
-            raise ValueError(f"unknown budget kind {budget['kind']!r}")
-        if not np.array_equal(acc._orders, orders):
-            raise ValueError("the ledger's orders are not sorted and distinct")
-        for e in doc["entries"]:
-            curve = np.asarray(e["curve"], dtype=np.float64)
-            if curve.shape != acc._orders.shape:
-                raise ValueError("a ledger entry's curve does not match the orders")
-            group = _check_key(e["group"], "group")
-            partition = _check_key(e["partition"], "partition")
-            plan = acc._plan(curve, group, partition)
-            acc._commit(plan, group, partition)
+        version = doc.get("version")
+        if version not in _READABLE_VERSIONS or isinstance(version, bool):
+            raise ValueError(f"unsupported ledger version {version!r}")
+        missing = {"orders", "budget", "entries"} - set(doc)
+        if missing:
+            raise ValueError(f"the ledger lacks {sorted(missing)}")
+        acc = _empty_from_doc(cls, doc)
+        entries = doc["entries"]
+        if not isinstance(entries, list):
+            raise ValueError("the ledger's entries are not a list")
+        recompute: dict[str, np.ndarray] = {}
+        custom = []
+        for i, e in enumerate(entries):
+            fields = _check_entry(e, i)
+            curve = _verified_curve(acc._orders, fields, i, recompute)
+            group, partition = fields["group"], fields["partition"]
+            acc._commit(acc._plan(curve, group, partition), group, partition)
             acc._record(
-                {"name": e["mechanism"], **e["params"]},
-                check_count(e["count"]),
-                e["tag"],
+                {"name": fields["mechanism"], **fields["params"]},
+                fields["count"],
+                fields["tag"],
                 group,
                 partition,
                 curve,
             )
-        for d in doc.get("declarations", []):
-            if not isinstance(d, dict):
-                raise ValueError("a ledger declaration is not an object")
+            if fields["mechanism"] == CustomCurve.name:
+                custom.append(i)
+        decls = doc.get("declarations", [])
+        if not isinstance(decls, list):
+            raise ValueError("the ledger's declarations are not a list")
+        for d in decls:
+            if not isinstance(d, dict) or set(d) != {"kind", "detail", "outside_guarantee"}:
+                raise ValueError("a ledger declaration is not a {kind, detail, outside_guarantee}")
             acc.declare(d["kind"], d["detail"], outside_guarantee=d["outside_guarantee"])
+        closed = doc.get("closed_groups", [])
+        if not isinstance(closed, list):
+            raise ValueError("the ledger's closed_groups are not a list")
+        for g in closed:
+            acc.close_group(g)
+
+        digest = acc.digest()
+        chained = version >= 2
+        if chained:
+            chain = doc.get("chain")
+            if not isinstance(chain, dict) or chain.get("algorithm") != "sha256":
+                raise ValueError("a version-2 ledger must carry its sha256 hash chain")
+            stored = chain.get("digest")
+            if not isinstance(stored, str) or not hmac.compare_digest(stored, digest):
+                raise ValueError(
+                    "the ledger does not match its own hash chain: an entry, the budget, the "
+                    "orders or a declaration was edited, dropped, added or reordered"
+                )
+        if expected_digest is not None and not hmac.compare_digest(expected_digest, digest):
+            raise ValueError(
+                f"the ledger's digest {digest} differs from the expected {expected_digest}: "
+                "it is not the published ledger (an entry was edited, dropped, added or "
+                "reordered)"
+            )
+        signature = doc.get("signature")
+        if key_bytes is not None:
+            if not isinstance(signature, dict) or signature.get("algorithm") != "hmac-sha256":
+                raise ValueError("the ledger carries no hmac-sha256 signature to verify")
+            value = signature.get("value")
+            if not isinstance(value, str) or not hmac.compare_digest(
+                value, _sign(key_bytes, digest)
+            ):
+                raise ValueError(
+                    "the ledger's signature does not verify with this key: the ledger was "
+                    "changed or signed with another key"
+                )
+        acc._verification = {
+            "version": version,
+            "chained": chained,
+            "digest_checked": expected_digest is not None,
+            "signature": (
+                "verified"
+                if key_bytes is not None
+                else ("not checked (no key)" if signature is not None else "absent")
+            ),
+            "custom_entries": tuple(custom),
+        }
         return acc
+
+    @property
+    def verification(self) -> dict[str, Any] | None:
+        """How a loaded ledger was checked (None for an accountant not read by from_json).
+
+        Keys: ``version`` (of the file), ``chained`` (it carried a hash chain that matched),
+        ``digest_checked`` (an ``expected_digest`` matched), ``signature`` ("verified",
+        "not checked (no key)" or "absent"), ``custom_entries`` (indices of caller-supplied
+        curves).
+        """
+        return None if self._verification is None else dict(self._verification)
+
+
+def _canonical(x: Any) -> bytes:
+    """Canonical JSON bytes of a ledger value: sorted keys, no spaces, exact floats, UTF-8."""
+    return json.dumps(
+        _encode(x), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def _check_key_bytes(key: Any) -> bytes:
+    if isinstance(key, str):
+        key = key.encode("utf-8")
+    if not isinstance(key, (bytes, bytearray)):
+        raise TypeError(f"key must be bytes or str, got {type(key).__name__}")
+    if not key:
+        raise ValueError("key must not be empty")
+    return bytes(key)
+
+
+def _check_digest(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"expected_digest must be a str, got {type(value).__name__}")
+    v = value.strip().lower()
+    if len(v) != 64 or any(c not in "0123456789abcdef" for c in v):
+        raise ValueError(f"expected_digest must be 64 hexadecimal digits, got {value!r}")
+    return v
+
+
+def _sign(key: bytes, digest: str) -> str:
+    return hmac.new(key, _SIGNATURE_DOMAIN + digest.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def _empty_from_doc(cls: type[Accountant], doc: dict[str, Any]) -> Accountant:
+    budget = doc["budget"]
+    try:
+        orders = np.asarray(doc["orders"], dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the ledger's orders are not numbers: {exc}") from exc
+    if budget is None:
+        acc = cls(None, orders)
+    elif not isinstance(budget, dict):
+        raise ValueError("the ledger's budget is not an object")
+    elif budget.get("kind") == "dp":
+        acc = cls((budget.get("epsilon"), budget.get("delta")), orders)
+    elif budget.get("kind") == "rdp":
+        acc = cls.at_order(budget.get("epsilon"), budget.get("order"), orders)
+    else:
+        raise ValueError(f"unknown budget kind {budget.get('kind')!r}")
+    if not np.array_equal(acc._orders, orders):
+        raise ValueError("the ledger's orders are not sorted and distinct")
+    return acc
+
+
+# the fields of a stored entry: those of LedgerEntry but its position (a field added to
+# LedgerEntry must also be restored by from_json, or the reloaded chain no longer matches)
+_STORED_FIELDS = tuple(f.name for f in dataclasses.fields(LedgerEntry) if f.name != "index")
+
+
+def _check_entry(e: Any, i: int) -> dict[str, Any]:
+    """The fields of stored entry ``i``, checked (ValueError names the entry)."""
+    if not isinstance(e, dict):
+        raise ValueError(f"ledger entry {i} is not an object")
+    unknown = set(e) - set(_STORED_FIELDS)
+    missing = set(_STORED_FIELDS) - set(e)
+    if unknown or missing:
+        raise ValueError(
+            f"ledger entry {i} has unknown fields {sorted(unknown)} / lacks {sorted(missing)}"
+        )
+    if not isinstance(e["mechanism"], str):
+        raise ValueError(f"ledger entry {i}: mechanism is not a str")
+    if not isinstance(e["params"], dict):
+        raise ValueError(f"ledger entry {i}: params is not an object")
+    if e["tag"] is not None and not isinstance(e["tag"], str):
+        raise ValueError(f"ledger entry {i}: tag is not a str or null")
+    count = e["count"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"ledger entry {i}: count must be a whole number >= 1, got {count!r}")
+    try:
+        group = _check_key(e["group"], "group")
+        partition = _check_key(e["partition"], "partition")
+    except TypeError as exc:
+        raise ValueError(f"ledger entry {i}: {exc}") from exc
+    if partition is not None and group is None:
+        raise ValueError(f"ledger entry {i}: a partition without a group")
+    return {**e, "group": group, "partition": partition}
+
+
+def _verified_curve(
+    orders: np.ndarray, fields: dict[str, Any], i: int, cache: dict[str, np.ndarray]
+) -> np.ndarray:
+    """The stored curve of entry ``i`` after checking it against its recomputation."""
+    try:
+        stored = np.asarray(fields["curve"], dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"ledger entry {i}: its curve is not a list of numbers") from exc
+    if stored.shape != orders.shape:
+        raise ValueError(f"ledger entry {i}: its curve does not match the ledger's orders")
+    if np.isnan(stored).any():
+        raise ValueError(f"ledger entry {i}: its curve holds NaN")
+    if (stored < 0).any():
+        raise ValueError(
+            f"ledger entry {i}: its curve is negative (a privacy loss is >= 0; no entry can "
+            "give budget back)"
+        )
+    d = {"name": fields["mechanism"], **fields["params"]}
+    ck = repr(d)  # the decoded JSON values: floats, ints, str, lists, tuples, dicts, None
+    unit = cache.get(ck)
+    if unit is None:
+        try:
+            mech = mechanism_from_dict(d)
+            unit = np.array(mech.rdp(orders), dtype=np.float64)
+        except Exception as exc:  # any failure means: the curve cannot be recomputed
+            raise ValueError(
+                f"ledger entry {i}: its mechanism {fields['mechanism']!r} cannot be rebuilt "
+                f"from its parameters, so its curve cannot be verified ({exc})"
+            ) from exc
+        if unit.shape != orders.shape or np.isnan(unit).any() or (unit < 0).any():
+            raise ValueError(f"ledger entry {i}: its mechanism gives an invalid curve")
+        cache[ck] = unit
+    expected = unit if fields["count"] == 1 else unit * fields["count"]
+    inf_s, inf_e = np.isinf(stored), np.isinf(expected)
+    fin = ~inf_e
+    close = np.abs(stored[fin] - expected[fin]) <= _CURVE_RTOL * expected[fin] + _CURVE_ATOL
+    bad = (inf_s != inf_e) | ~_full(fin, close)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"ledger entry {i} ({fields['mechanism']}, count {fields['count']}): its stored "
+            f"curve is {float(stored[j])!r} at order {orders[j]:g} where its mechanism gives "
+            f"{float(expected[j])!r}; the ledger was edited (stored curves must equal the "
+            f"recomputed ones to {_CURVE_RTOL:g} relative)"
+        )
+    stored.flags.writeable = False
+    return stored
+
+
+def _full(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` (given where ``mask``) spread over the whole mask, True elsewhere."""
+    out = np.ones(mask.shape, dtype=bool)
+    out[mask] = values
+    return out
 
 
 def _short(v: Any) -> str:

@@ -5,7 +5,7 @@ Three sub-commands:
 ``pymc-rdp demo``
     The bundled Adult data and the Adult network of Ponnoprat (TMLR 2023): private release of the
     family tables, posterior sampling, figures and a plain-words report.
-``pymc-rdp fit DATA --structure FILE``
+``pymc-rdp fit DATA --structure FILE [--schema FILE]``
     The same for a table of your own (CSV or Parquet) and a network given as JSON
     (``{child: [parents]}``) or a BIF file.
 ``pymc-rdp ledger FILE``
@@ -108,7 +108,7 @@ def _seed(text: str) -> int:
 _MAIN_EPILOG = """\
 examples:
   pymc-rdp demo                                   # Adult data, ε = 1 at δ = 1e-6, Dirichlet
-  pymc-rdp fit records.csv --structure dag.json --epsilon 1 --delta 1e-6 --out result
+  pymc-rdp fit records.csv --structure dag.json --schema schema.yaml --epsilon 1 --out result
   pymc-rdp ledger result/posterior.nc --delta 1e-8
 
 Set PYMC_RDP_DEBUG=1 to see full tracebacks.
@@ -118,20 +118,26 @@ _DEMO_EPILOG = """\
 examples:
   pymc-rdp demo
   pymc-rdp demo --epsilon 0.5 --delta 1e-8 --mechanism gaussian --out adult-gauss
-  pymc-rdp demo --epsilon 2 --order 5 --mechanism laplace --seed 3
+  pymc-rdp demo --epsilon 2 --order 5 --mechanism laplace --seed 3   # seed of the MCMC only
 
 writes OUT/posterior.nc, OUT/ledger.json, OUT/releases.json, OUT/figures/*.png, OUT/report.md
 """
 
 _FIT_EPILOG = """\
 examples:
-  pymc-rdp fit records.csv --structure dag.json --epsilon 1 --delta 1e-6 --out result
+  pymc-rdp fit records.csv --structure dag.json --schema schema.yaml --epsilon 1 --out result
   pymc-rdp fit records.parquet --structure asia.bif --mechanism gaussian \\
       --epsilon 2 --order 8 --test holdout.csv --out result
 
 dag.json maps each child to its parents, e.g. {"smoker": [], "cancer": ["smoker"]}
 (parents that are not keys are added as roots). A BIF file contributes its structure and
 its state names only (its probabilities are ignored).
+
+Every variable needs a declared, public list of states: from a BIF file or a --schema file
+(JSON or YAML), e.g.
+  {"smoker": ["no", "yes"], "age": {"cuts": [25, 35, 45, 55, 65]}}
+where "cuts" bins a numeric column into (-inf, 25], (25, 35], ..., (65, inf).
+--states-from-data reads missing state lists from the records instead, outside the guarantee.
 """
 
 _LEDGER_EPILOG = """\
@@ -142,6 +148,11 @@ examples:
 
 FILE may be a result .nc (the ledger is stored in its attributes), a ledger/accountant
 .json, the releases.json of a run, or a single release .json.
+
+A ledger is verified on load: every entry's curve is recomputed from its mechanism and its
+hash chain is checked; an edited ledger is refused (exit status 1). The ε printed is that of
+the recomputed curves. --digest checks the ledger against a published digest (the
+"ledger digest" line of a report); --key-file checks its HMAC-SHA256 signature.
 """
 
 
@@ -189,7 +200,23 @@ def _add_budget(p: argparse.ArgumentParser) -> None:
         "or use the naive clip-and-normalise CPTs; auto (default) is noise-aware unless the CPTs "
         f"have more than {NOISE_AWARE_MAX_CELLS} entries in all",
     )
-    p.add_argument("--seed", type=_seed, default=None, metavar="S", help="random seed")
+    p.add_argument(
+        "--seed",
+        type=_seed,
+        default=None,
+        metavar="S",
+        help="seed of the posterior sampler (MCMC) and of the demo's subsample; never of the "
+        "privacy noise, which always comes from OS entropy",
+    )
+    p.add_argument(
+        "--unsafe-noise-seed",
+        type=_seed,
+        default=None,
+        metavar="S",
+        help="reproducible privacy noise from this seed, for tests only: the releases are NOT "
+        "PRIVATE (anyone who knows or guesses the seed recovers the exact counts) and the "
+        "ledger and report say so",
+    )
     p.add_argument("--draws", type=_count, default=None, help="posterior draws per chain")
     p.add_argument("--tune", type=_count, default=None, help="tuning steps per chain")
     p.add_argument("--chains", type=_count, default=None, help="number of chains")
@@ -259,6 +286,29 @@ def build_parser() -> argparse.ArgumentParser:
         help="held-out records (same columns) for the test log-likelihood",
     )
     fit.add_argument(
+        "--schema",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the public domain of the variables (.json or .yaml): per column its states in "
+        'order, e.g. {"sex": ["female", "male"]}, or cut points of a numeric column, e.g. '
+        '{"age": {"cuts": [25, 35, 45, 55, 65]}}; overrides the states of a BIF file',
+    )
+    fit.add_argument(
+        "--states-from-data",
+        action="store_true",
+        help="read the states of variables without declared states from the records (not "
+        "covered by the guarantee: the ledger and report flag it)",
+    )
+    fit.add_argument(
+        "--engine",
+        default="auto",
+        metavar="{auto,pandas,duckdb,polars}",
+        help="how DATA and --test are read and counted: duckdb or polars stream through the "
+        "file and keep only the counts (files larger than memory), pandas loads it; auto: "
+        "duckdb when installed (pip install 'pymc-rdp[duckdb]'), else pandas",
+    )
+    fit.add_argument(
         "--missing",
         choices=("error", "drop", "category"),
         default="error",
@@ -283,6 +333,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="δ of the (ε, δ) conversion (default: the budget's δ, else 1e-6)",
     )
     ledger.add_argument("--json", action="store_true", help="print the ledger as JSON instead")
+    ledger.add_argument(
+        "--digest",
+        default=None,
+        metavar="HEX",
+        help="refuse the ledger unless its sha256 chain digest is HEX (64 hex digits)",
+    )
+    ledger.add_argument(
+        "--key-file",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="verify the ledger's HMAC-SHA256 signature with the key in PATH (raw bytes)",
+    )
     ledger.set_defaults(func=_cmd_ledger)
     return parser
 
@@ -407,8 +470,15 @@ def _sampling(args: argparse.Namespace, fast: bool) -> dict[str, int]:
 # ------------------------------------------------------------------------------ data input
 
 
-def read_table(path: Path, what: str = "data") -> Any:
-    """Read a CSV or Parquet file into a DataFrame with one clear error per failure."""
+def read_table(
+    path: Path, what: str = "data", engine: str = "pandas", as_text: bool = False
+) -> Any:
+    """Read a CSV or Parquet file into a DataFrame with one clear error per failure.
+
+    ``engine="duckdb"`` or ``"polars"`` opens the file lazily instead (a DuckDB relation, a
+    Polars LazyFrame; :func:`pymc_rdp.counting.files.read_frame`); ``as_text`` reads its CSV
+    columns as written (state names that are strings).
+    """
     import pandas as pd
 
     path = Path(path)
@@ -416,6 +486,13 @@ def read_table(path: Path, what: str = "data") -> Any:
         raise CLIError(f"{what} file not found: {path}")
     if path.is_dir():
         raise CLIError(f"{what} file is a directory: {path}")
+    if engine != "pandas":
+        from .counting.files import read_frame
+
+        try:
+            return read_frame(path, engine, what=what, as_text=as_text)
+        except (ValueError, ImportError) as exc:
+            raise CLIError(str(exc)) from None
     suffix = "".join(path.suffixes[-2:]).lower()
     if suffix.endswith((".parquet", ".pq")):
         try:
@@ -490,18 +567,93 @@ def read_structure(path: Path) -> tuple[dict[str, list[str]], dict[str, list[str
     return structure, None
 
 
-def _prepare_frame(
-    df: Any, nodes: Sequence[str], states: dict[str, list[str]] | None, missing: str, what: str
-) -> Any:
-    """The network's columns, checked; missing values handled; BIF states as strings."""
-    absent = [v for v in nodes if v not in df.columns]
+def read_schema(path: Path, nodes: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """A schema file (JSON or YAML) of the public domains, checked against the network."""
+    from .domains import load_schema
+
+    path = Path(path)
+    if not path.exists():
+        raise CLIError(f"schema file not found: {path}")
+    schema = load_schema(path)
+    unknown = [c for c in schema if c not in nodes]
+    if unknown:
+        raise CLIError(
+            f"schema file {path}: {', '.join(map(repr, unknown))} are not variables of the "
+            f"network ({', '.join(nodes)})"
+        )
+    return schema
+
+
+def _label(value: Any) -> str:
+    """A state as the string the CLI compares (integral floats without '.0')."""
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _declared_states(
+    nodes: Sequence[str],
+    bif_states: dict[str, list[str]] | None,
+    schema: dict[str, dict[str, Any]] | None,
+    from_data: bool,
+) -> dict[str, list[str]]:
+    """The declared states of every node (as strings): the BIF file's, then the schema's."""
+    states: dict[str, list[str]] = dict(bif_states or {})
+    for col, entry in (schema or {}).items():
+        labels = [_label(s) for s in entry["states"]]
+        if len(set(labels)) != len(labels):
+            raise CLIError(f"schema: the states of {col!r} repeat once written as text: {labels}")
+        states[col] = labels
+    undeclared = [v for v in nodes if v not in states]
+    if undeclared and not from_data:
+        raise CLIError(
+            f"no declared states for the variable(s) {', '.join(map(repr, undeclared))}: give "
+            "--schema FILE (JSON or YAML; per column its states, or cut points for a numeric "
+            "column) or a BIF structure; or --states-from-data to read them from the records "
+            "(outside the guarantee, flagged in the ledger and the report)"
+        )
+    return states
+
+
+def _bin_by_schema(df: Any, schema: dict[str, dict[str, Any]] | None, what: str) -> Any:
+    """Bin the schema's numeric columns by their public cut points."""
+    if not schema or not any("cuts" in e for e in schema.values()):
+        return df
+    from .domains import apply_schema
+
+    binned, _ = apply_schema(df, {c: e for c, e in schema.items() if "cuts" in e}, name=what)
+    return binned
+
+
+def _check_columns(df: Any, nodes: Sequence[str], what: str) -> None:
+    """Refuse a frame (pandas or a lazily read file) that lacks a column of the network."""
+    from .counting import is_pandas
+
+    if is_pandas(df):
+        columns = list(df.columns)
+    else:
+        import narwhals as nw
+
+        columns = list(nw.from_native(df).collect_schema())
+    absent = [v for v in nodes if v not in columns]
     if absent:
-        cols = list(map(str, df.columns))
+        cols = list(map(str, columns))
         shown = ", ".join(cols[:12]) + (" ..." if len(cols) > 12 else "")
         raise CLIError(
             f"{what}: unknown column(s) {', '.join(map(repr, absent))} named in the structure "
             f"(columns: {shown})"
         )
+
+
+def _prepare_frame(
+    df: Any, nodes: Sequence[str], states: dict[str, list[str]] | None, missing: str, what: str
+) -> Any:
+    """The network's columns, checked; missing values handled; declared states as strings."""
+    from .counting import is_pandas
+
+    if not is_pandas(df):
+        return _prepare_lazy(df, nodes, states, missing, what)
+    _check_columns(df, nodes, what)
     sub = df[list(nodes)].copy()
     if missing == "drop":
         sub = sub.dropna().reset_index(drop=True)
@@ -520,8 +672,50 @@ def _prepare_frame(
             )
     if states is not None:
         for v in nodes:
-            sub[v] = sub[v].astype(str)
+            if v in states:
+                sub[v] = sub[v].astype(object).map(_label)
     return sub
+
+
+def _prepare_lazy(
+    df: Any, nodes: Sequence[str], states: dict[str, list[str]] | None, missing: str, what: str
+) -> Any:
+    """:func:`_prepare_frame` for a lazily read file: the same checks as engine expressions."""
+    import narwhals as nw
+
+    frame = nw.from_native(df)
+    _check_columns(df, nodes, what)
+    frame = frame.select(*nodes)
+    if states is not None:
+        frame = frame.with_columns(*(nw.col(v).cast(nw.String) for v in nodes))
+    if missing == "drop":
+        frame = frame.drop_nulls()
+    elif missing == "category":
+        frame = frame.with_columns(
+            *(nw.col(v).cast(nw.String).fill_null(nw.lit("missing")) for v in nodes)
+        )
+    else:
+        holes = frame.select(*(nw.col(v).is_null().any() for v in nodes))
+        holes = holes.collect() if isinstance(holes, nw.LazyFrame) else holes
+        bad = [v for v in nodes if bool(holes.get_column(v).to_list()[0])]
+        if bad:
+            raise CLIError(
+                f"{what}: missing values in column(s) {', '.join(map(repr, bad))}; "
+                "use --missing drop or --missing category"
+            )
+    return frame.to_native()
+
+
+def _engine(args: argparse.Namespace) -> str:
+    """The engine of ``fit``: ``--engine``, or DuckDB when installed for ``auto``."""
+    from .counting.files import ENGINES, default_engine
+
+    engine = getattr(args, "engine", "pandas")
+    if engine == "auto":
+        return default_engine()
+    if engine not in ENGINES:
+        raise CLIError(f"unknown --engine {engine!r}: choose one of auto, {', '.join(ENGINES)}")
+    return engine
 
 
 # ------------------------------------------------------------------------------ the pipeline
@@ -536,12 +730,17 @@ def _fit_network(
     order: float | None,
     delta: float | None,
     neighbours: str,
-    seed: int | None,
+    noise_seed: int | None,
     noise_aware: bool = True,
     noise_model: str = "per-family",
 ) -> Any:
+    """Fit the network; ``noise_seed`` (``--unsafe-noise-seed``) makes the noise reproducible."""
+    from .domains import FROM_DATA
+    from .mechanisms import UnsafeNoiseSeed
     from .models import BayesianNetwork
 
+    if states is not None:  # the nodes without declared states: read from the data (flagged)
+        states = {v: states.get(v, FROM_DATA) for v in structure}
     bn = BayesianNetwork(structure, states=states)
     bn.fit(
         train,
@@ -552,7 +751,7 @@ def _fit_network(
         neighbours=neighbours,
         noise_aware=noise_aware,
         noise_model=noise_model,
-        random_state=seed,
+        noise_source=None if noise_seed is None else UnsafeNoiseSeed(noise_seed),
     )
     return bn
 
@@ -709,6 +908,7 @@ def run_pipeline(
     delta: float | None,
     neighbours: str,
     seed: int | None,
+    noise_seed: int | None,
     sampling: dict[str, int],
     out: Path,
     progress: _Progress,
@@ -743,7 +943,7 @@ def run_pipeline(
         order,
         delta,
         neighbours,
-        seed,
+        noise_seed,
         noise_aware=noise_aware,
         noise_model="joint" if inference == "joint" and noise_aware else "per-family",
     )
@@ -783,7 +983,8 @@ def run_pipeline(
         "mechanism": mechanism,
         "neighbours": neighbours,
         "structure": {v: list(bn.parents[v]) for v in bn.nodes},
-        "n_records": bn.n_records,
+        # the number of records only when the caller declared it public (never the raw N)
+        "n_records": _public_n_records(bn),
         "families": [_release_record(bn, v) for v in bn.nodes],
         "ledger": json.loads(ledger_json),
     }
@@ -815,13 +1016,13 @@ def run_pipeline(
                 order,
                 delta,
                 neighbours,
-                seed,
+                noise_seed,
                 noise_aware=False,
             )
             rows.append(
                 {"mechanism": m, "epsilon": e, "log_likelihood": b.log_likelihood(test, "skip")}
             )
-        b = _fit_network(structure, states, train, "none", None, None, None, neighbours, seed)
+        b = _fit_network(structure, states, train, "none", None, None, None, neighbours, None)
         if test is not None:
             reference["non-private (posterior mean)"] = b.log_likelihood(test, "skip")
         if public_reference:
@@ -876,9 +1077,10 @@ def run_pipeline(
         "noise_aware": noise_aware,
         "inference_note": inference_note,
         "neighbours": neighbours,
-        "n_train": len(train),
-        "n_test": None if test is None else len(test),
+        "has_test": test is not None,
         "test_log_likelihood": test_ll,
+        "private": acc.within_guarantee,
+        "declarations": acc.declarations,
         "guarantee": _guarantee(acc, epsilon, order, delta),
         "sampling": sampling if noise_aware else None,
         "figures": written,
@@ -924,13 +1126,28 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
     add = lines.append
     add(f"# {s['title']}")
     add("")
+    if not s["private"]:
+        add(
+            "**NOT PRIVATE.** Part of what this run published is outside the privacy guarantee "
+            "(see the ledger's OUTSIDE THE GUARANTEE lines):"
+        )
+        for d in s["declarations"]:
+            if d["outside_guarantee"]:
+                add(f"- {d['kind']}: {d['detail']}")
+        add("")
     add(f"Generated by `{s['command']}` on {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC.")
     add("")
     add("## The data")
     add("")
-    add(f"- {s['n_train']:,} training records were used for the private release.")
-    if s["n_test"] is not None:
-        add(f"- {s['n_test']:,} held-out records were used only to measure utility.")
+    add(
+        "- The training records were used for the private release only; their number is not "
+        "published (it is private too)."
+    )
+    if s["has_test"]:
+        add(
+            "- Held-out records were used only to measure utility. They are not protected: the "
+            "held-out log-likelihood below is computed from them exactly."
+        )
     for note in s["data_notes"]:
         add(f"- {note}")
     add("")
@@ -1129,19 +1346,22 @@ def _cmd_demo(args: argparse.Namespace) -> None:
     progress = _Progress(7, args.quiet)
     done = progress.step("loading the bundled Adult data (UCI, Becker & Kohavi 1996)")
     from . import datasets
+    from .domains import parse_schema
 
-    train_full = datasets.adult_paper("train")
-    test_full = datasets.preprocess(
-        datasets.load_adult("test", missing="category"), reference=train_full
-    )
+    train_full = datasets.adult_public("train")
+    test_full = datasets.adult_public("test")
     nodes = list(datasets.ADULT_DAG)
+    schema = parse_schema(datasets.ADULT_SCHEMA)
+    states = {v: [str(s) for s in schema[v]["states"]] for v in nodes}
     rng = np.random.default_rng(args.seed if args.seed is not None else 0)
     notes = [
         "Data: UCI Adult (Census Income, Becker & Kohavi 1996), the `adult.data` file as "
-        "training set and `adult.test` as held-out set; numeric columns discretised as in "
-        "Ponnoprat (TMLR 2023): quantile bins, with frequent values such as 0 kept as their own "
-        "state. The bin edges and state lists are taken from the training data and are treated "
-        "as public (they are not covered by the guarantee).",
+        "training set and `adult.test` as held-out set. Every state list is declared, not read "
+        "from the records (`pymc_rdp.datasets.ADULT_SCHEMA`): the categories of the UCI "
+        "documentation (`adult.names`, with `missing` for unknown values) and fixed public cut "
+        "points for the numeric columns ("
+        + "; ".join(f"{v}: {', '.join(schema[v]['states'])}" for v in nodes if "cuts" in schema[v])
+        + "), so the guarantee covers the shape and labels of every published table.",
         "Network: the Adult DAG of Ponnoprat (TMLR 2023): "
         + "; ".join(
             f"{v} ← {', '.join(p)}" if p else f"{v} (root)" for v, p in datasets.ADULT_DAG.items()
@@ -1158,8 +1378,8 @@ def _cmd_demo(args: argparse.Namespace) -> None:
         )
     else:
         train, test = train_full, test_full
-    train = train[nodes].reset_index(drop=True)
-    test = test[nodes].reset_index(drop=True)
+    train = train[nodes].reset_index(drop=True).astype(str)
+    test = test[nodes].reset_index(drop=True).astype(str)
     done()
     grid = (0.3, 3.0) if args.fast else (0.1, 0.3, 1.0, 3.0, 10.0)
     out = Path(args.out)
@@ -1168,13 +1388,14 @@ def _cmd_demo(args: argparse.Namespace) -> None:
         train=train,
         test=test,
         structure=dict(datasets.ADULT_DAG),
-        states=None,
+        states=states,
         mechanism=args.mechanism,
         epsilon=epsilon,
         order=order,
         delta=delta,
         neighbours=args.neighbours,
         seed=args.seed,
+        noise_seed=args.unsafe_noise_seed,
         sampling=_sampling(args, args.fast),
         out=out,
         progress=progress,
@@ -1197,20 +1418,53 @@ def _cmd_fit(args: argparse.Namespace) -> None:
 
     parse_structure(structure)  # a cycle or a bad name fails here, before the data are read
     nodes = list(structure)
-    train = _prepare_frame(read_table(args.data), nodes, states, args.missing, "data")
+    schema = read_schema(args.schema, nodes) if args.schema is not None else None
+    engine = _engine(args)
+    binned = any("cuts" in e for e in (schema or {}).values())
+    if engine != "pandas" and (args.states_from_data or binned):
+        engine = "pandas"  # cut points and states read from the records are applied in memory
+    lazy = engine != "pandas"
+    raw = read_table(args.data, "data", engine, lazy)
+    _check_columns(raw, nodes, "data")
+    states = _declared_states(nodes, states, schema, args.states_from_data)
+    train = _prepare_frame(_bin_by_schema(raw, schema, "data"), nodes, states, args.missing, "data")
     test = None
     if args.test is not None:
-        test = _prepare_frame(read_table(args.test, "test"), nodes, states, args.missing, "test")
-    _prepare_out(args.out)
-    progress.step(f"read {len(train):,} records of {len(nodes)} variables from {args.data}")()
-    notes = [f"Data: `{args.data}`; network: `{args.structure}`."]
-    if states is None:
-        notes.append(
-            "The states of each variable were read from the data (its distinct values); that "
-            "list is not covered by the guarantee. Give a BIF file to fix public state lists."
+        test = _prepare_frame(
+            _bin_by_schema(read_table(args.test, "test", engine, lazy), schema, "test"),
+            nodes,
+            states,
+            args.missing,
+            "test",
         )
+        if lazy:  # held-out records are scored in memory
+            import narwhals as nw
+
+            test = nw.from_native(test).lazy().collect(backend="pandas").to_native()
+    from .domains import check_within, states_from_data
+
+    for frame, what in ((train, "data"), (test, "test")):  # one-line errors before any output
+        if frame is not None and not (lazy and frame is train):  # the engine checks its own
+            check_within(frame, states, name=what)
+    if not lazy:
+        states_from_data(train, [v for v in nodes if v not in states], name="data")
+    _prepare_out(args.out)
+    progress.step(f"read the records of {len(nodes)} variables from {args.data} ({engine})")()
+    notes = [f"Data: `{args.data}`; network: `{args.structure}`."]
+    from_data = [v for v in nodes if v not in states]
+    source = "the schema" + (" and the BIF file" if args.structure.suffix == ".bif" else "")
+    if args.schema is None:
+        source = "the BIF file"
+    if from_data:
+        notes.append(
+            f"**Outside the guarantee:** the states of {', '.join(map(repr, from_data))} were "
+            "read from the records (--states-from-data); which values occur is not covered by "
+            "the guarantee (the ledger records it). Declare them in a --schema file instead."
+        )
+        if len(from_data) < len(nodes):
+            notes.append(f"The states of the other variables are declared by {source} (public).")
     else:
-        notes.append("The states of each variable are those of the BIF file (public).")
+        notes.append(f"The states of every variable are declared by {source} (public).")
     if args.missing != "error":
         notes.append(f"Missing values: --missing {args.missing}.")
     out = Path(args.out)
@@ -1226,6 +1480,7 @@ def _cmd_fit(args: argparse.Namespace) -> None:
         delta=delta,
         neighbours=args.neighbours,
         seed=args.seed,
+        noise_seed=args.unsafe_noise_seed,
         sampling=_sampling(args, False),
         out=out,
         progress=progress,
@@ -1239,8 +1494,43 @@ def _cmd_fit(args: argparse.Namespace) -> None:
     _print_summary(summary, out, progress)
 
 
+#: options whose value is a seed: the report shows the option, never the value
+_SEED_OPTIONS = ("--seed", "--unsafe-noise-seed")
+
+
 def _command_line(args: argparse.Namespace) -> str:
-    return " ".join([PROG, *sys.argv[1:]]) if sys.argv[1:] else f"{PROG} {args.command}"
+    """The command as typed, with the values of seed options replaced by ``S``."""
+    argv = list(sys.argv[1:])
+    if not argv:
+        return f"{PROG} {args.command}"
+    shown: list[str] = []
+    hide_next = False
+    for a in argv:
+        if hide_next:
+            shown.append("S")
+            hide_next = False
+            continue
+        name, eq, _ = a.partition("=")
+        # argparse accepts unambiguous prefixes (--unsafe 3)
+        if len(name) > 3 and any(o.startswith(name) for o in _SEED_OPTIONS):
+            if eq:
+                shown.append(f"{name}=S")
+            else:
+                shown.append(a)
+                hide_next = True
+            continue
+        shown.append(a)
+    return " ".join([PROG, *shown])
+
+
+def _public_n_records(bn: Any) -> int | None:
+    """The number of records if the caller declared it public, else ``None``.
+
+    An estimate from the noisy table totals would be post-processing, but anyone can compute it
+    from the releases; publishing it next to them adds nothing and reads like the exact count.
+    """
+    declared = any(d["kind"] == "public_total" for d in bn.accountant.declarations)
+    return bn.n_records if declared else None
 
 
 def _print_summary(summary: dict[str, Any], out: Path, progress: _Progress) -> None:
@@ -1262,38 +1552,48 @@ def _print_summary(summary: dict[str, Any], out: Path, progress: _Progress) -> N
 # ------------------------------------------------------------------------------ ledger
 
 
-def load_ledger(path: Path) -> Any:
-    """An :class:`~pymc_rdp.Accountant` rebuilt from a saved ledger, run or release file."""
+def load_ledger(path: Path, *, expected_digest: str | None = None, key: bytes | None = None) -> Any:
+    """An :class:`~pymc_rdp.Accountant` rebuilt from a saved ledger, run or release file.
+
+    A stored accountant is verified by :meth:`~pymc_rdp.Accountant.from_json` (curves
+    recomputed, hash chain, ``expected_digest``, signature with ``key``); a refusal is a
+    CLIError naming the file.
+    """
     path = Path(path)
+    verify = {"expected_digest": expected_digest, "key": key}
     if not path.exists():
         raise CLIError(f"file not found: {path}")
     if path.is_dir():
         for name in ("ledger.json", "posterior.nc"):
             if (path / name).exists():
-                return load_ledger(path / name)
+                return load_ledger(path / name, **verify)
         raise CLIError(f"{path} is a directory without ledger.json or posterior.nc")
     with path.open("rb") as f:
         head = f.read(8)
     if head.startswith(b"\x89HDF") or path.suffix.lower() in (".nc", ".h5", ".netcdf"):
-        return _ledger_from_doc(_ledger_from_netcdf(path), path)
+        return _ledger_from_doc(_ledger_from_netcdf(path), path, verify)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise CLIError(f"{path} is neither a netCDF result nor a JSON file") from None
-    return _ledger_from_doc(doc, path)
+    return _ledger_from_doc(doc, path, verify)
 
 
 #: keys under which a ledger may be stored, most complete first
 _LEDGER_KEYS = ("pymc_rdp_accountant", "accountant", "ledger", "pymc_rdp_ledger")
 
 
-def _ledger_from_doc(doc: Any, path: Path) -> Any:
+def _ledger_from_doc(doc: Any, path: Path, verify: dict[str, Any] | None = None) -> Any:
     from .accountant import Accountant
 
+    verify = verify or {}
     if isinstance(doc, dict):
         fmt = doc.get("format")
         if fmt == "pymc-rdp-ledger":
-            return Accountant.from_json(json.dumps(doc))
+            try:
+                return Accountant.from_json(json.dumps(doc), **verify)
+            except ValueError as exc:
+                raise CLIError(f"{path}: the ledger does not verify, refused: {exc}") from None
         for key in _LEDGER_KEYS:
             if key in doc:
                 inner = doc[key]
@@ -1302,19 +1602,21 @@ def _ledger_from_doc(doc: Any, path: Path) -> Any:
                         inner = json.loads(inner)
                     except json.JSONDecodeError:
                         continue
-                return _ledger_from_doc(inner, path)
+                return _ledger_from_doc(inner, path, verify)
         if fmt == "pymc-rdp.release" or isinstance(doc.get("mechanism"), dict):
-            return _ledger_from_releases([doc], path)
+            return _ledger_from_releases([doc], path, verify)
     if (
         isinstance(doc, list)
         and doc
         and all(isinstance(d, dict) and isinstance(d.get("mechanism"), dict) for d in doc)
     ):
-        return _ledger_from_releases(doc, path)
+        return _ledger_from_releases(doc, path, verify)
     raise CLIError(f"{path} holds no pymc-rdp ledger, accountant or release")
 
 
-def _ledger_from_releases(docs: list[dict[str, Any]], path: Path) -> Any:
+def _ledger_from_releases(
+    docs: list[dict[str, Any]], path: Path, verify: dict[str, Any] | None = None
+) -> Any:
     """A ledger rebuilt from release records: each mechanism re-evaluated on the default orders.
 
     Used for files that carry mechanisms but no accountant (a single release, or the private
@@ -1324,6 +1626,11 @@ def _ledger_from_releases(docs: list[dict[str, Any]], path: Path) -> Any:
     from .accountant import Accountant
     from .mechanisms import mechanism_from_dict
 
+    if verify and any(v is not None for v in verify.values()):
+        raise CLIError(
+            f"{path} holds releases but no stored ledger: there is no digest or signature to "
+            "verify (point at ledger.json or posterior.nc)"
+        )
     acc = Accountant()
     for d in docs:
         entry = d.get("entry") or {}
@@ -1355,7 +1662,16 @@ def _ledger_from_netcdf(path: Path) -> dict[str, str]:
 
 
 def _cmd_ledger(args: argparse.Namespace) -> None:
-    acc = load_ledger(args.file)
+    key = None
+    if args.key_file is not None:
+        key = args.key_file.read_bytes()
+        if not key:
+            raise CLIError(f"--key-file {args.key_file} is empty")
+    if args.digest is not None:
+        d = args.digest.strip().lower()
+        if len(d) != 64 or any(c not in "0123456789abcdef" for c in d):
+            raise _UsageError(f"--digest must be 64 hexadecimal digits, got {args.digest!r}")
+    acc = load_ledger(args.file, expected_digest=args.digest, key=key)
     if args.json:
         print(acc.to_json())
         return
@@ -1372,6 +1688,8 @@ def _cmd_ledger(args: argparse.Namespace) -> None:
         if acc.budget_order is not None:
             e_b, lam = acc.budget_order
             print(f"RDP: ε({lam:g}) = {float(acc.rdp([lam])[0]):.6g} (budget {e_b:g})")
+    if args.digest is not None:
+        print(f"the ledger matches the expected digest {args.digest.strip().lower()}")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,11 @@ Preprocessing of the Dirichlet-mechanism paper (Ponnoprat, TMLR 2023)
     :func:`digits_paper` return the preprocessed tables, :func:`paper_split` the paper's 70/30
     split with the preprocessing fitted on the training part; :data:`ADULT_DAG` and
     :data:`GERMAN_CREDIT_DAG` are the paper's network structures (child -> parents).
+Public domains (declared, not read from the data)
+    :data:`ADULT_SCHEMA` and :data:`GERMAN_CREDIT_SCHEMA`: every column's states from the
+    datasets' documentation and fixed, public cut points for the numeric columns;
+    :func:`adult_public` and :func:`german_credit_public` apply them, so that everything a fit
+    publishes about the domain is covered by its guarantee (``pymc-rdp demo`` uses them).
 Classic networks
     :func:`list_networks`, :func:`load_network` (a pgmpy ``DiscreteBayesianNetwork``, cached) and
     :func:`sample_network` (vectorised ancestral sampling of any number of records).
@@ -34,11 +39,15 @@ import pandas as pd
 __all__ = [
     "ADULT_COLUMNS",
     "ADULT_DAG",
+    "ADULT_SCHEMA",
     "GERMAN_CREDIT_COLUMNS",
     "GERMAN_CREDIT_DAG",
+    "GERMAN_CREDIT_SCHEMA",
     "adult_paper",
+    "adult_public",
     "digits_paper",
     "german_credit_paper",
+    "german_credit_public",
     "list_networks",
     "load_adult",
     "load_digits",
@@ -140,6 +149,72 @@ GERMAN_CREDIT_DAG: dict[str, list[str]] = {
     "number_credits": ["age"],
     "credit_history": ["number_credits"],
     "other_installment_plans": ["credit_history"],
+}
+
+#: The public domain of every Adult column (:func:`pymc_rdp.domains.parse_schema` format).
+#: Categories: the lists of the UCI documentation (``adult.names``, Becker & Kohavi 1996), in its
+#: order, plus ``"missing"`` for the unknown values (``"?"``) of ``workclass``, ``occupation`` and
+#: ``native-country``. Numeric columns: fixed round cut points chosen without the data (age in
+#: ten-year bands, ``fnlwgt`` in steps of 100,000, capital gain and loss with 0 as its own state
+#: and a few round amounts, weekly hours around the 40-hour week); ``education-num`` is the
+#: documented code 1..16 of ``education``.
+ADULT_SCHEMA: dict[str, Any] = {
+    "age": {"cuts": [24, 34, 44, 54, 64]},
+    "workclass": [
+        "Private", "Self-emp-not-inc", "Self-emp-inc", "Federal-gov", "Local-gov", "State-gov",
+        "Without-pay", "Never-worked", "missing",
+    ],
+    "fnlwgt": {"cuts": [100_000, 200_000, 300_000, 400_000]},
+    "education": [
+        "Bachelors", "Some-college", "11th", "HS-grad", "Prof-school", "Assoc-acdm", "Assoc-voc",
+        "9th", "7th-8th", "12th", "Masters", "1st-4th", "10th", "Doctorate", "5th-6th",
+        "Preschool",
+    ],
+    "education-num": list(range(1, 17)),
+    "marital-status": [
+        "Married-civ-spouse", "Divorced", "Never-married", "Separated", "Widowed",
+        "Married-spouse-absent", "Married-AF-spouse",
+    ],
+    "occupation": [
+        "Tech-support", "Craft-repair", "Other-service", "Sales", "Exec-managerial",
+        "Prof-specialty", "Handlers-cleaners", "Machine-op-inspct", "Adm-clerical",
+        "Farming-fishing", "Transport-moving", "Priv-house-serv", "Protective-serv",
+        "Armed-Forces", "missing",
+    ],
+    "relationship": [
+        "Wife", "Own-child", "Husband", "Not-in-family", "Other-relative", "Unmarried",
+    ],
+    "race": ["White", "Asian-Pac-Islander", "Amer-Indian-Eskimo", "Other", "Black"],
+    "sex": ["Female", "Male"],
+    "capital-gain": {"cuts": [0, 5_000, 10_000, 20_000]},
+    "capital-loss": {"cuts": [0, 1_500, 2_000, 2_500]},
+    "hours-per-week": {"cuts": [20, 39, 40, 50]},
+    "native-country": [
+        "United-States", "Cambodia", "England", "Puerto-Rico", "Canada", "Germany",
+        "Outlying-US(Guam-USVI-etc)", "India", "Japan", "Greece", "South", "China", "Cuba",
+        "Iran", "Honduras", "Philippines", "Italy", "Poland", "Jamaica", "Vietnam", "Mexico",
+        "Portugal", "Ireland", "France", "Dominican-Republic", "Laos", "Ecuador", "Taiwan",
+        "Haiti", "Columbia", "Hungary", "Guatemala", "Nicaragua", "Scotland", "Thailand",
+        "Yugoslavia", "El-Salvador", "Trinadad&Tobago", "Peru", "Hong", "Holand-Netherlands",
+        "missing",
+    ],
+    "income": ["<=50K", ">50K"],
+}  # fmt: skip
+
+#: Numeric columns of the German credit data and their public domains: fixed round cut points
+#: for ``duration`` (months), ``amount`` (Deutsche Mark) and ``age`` (years), and the documented
+#: ordinal codes of the other four (Grömping 2019, "South German Credit Data: Correcting a Widely
+#: Used Data Set", Beuth University report 4/2019: installment rate, present residence and
+#: number of credits in 4 classes, people liable in 2). The coded columns take every documented
+#: state of ``german.values_maps.json`` (:func:`german_credit_public`).
+_GERMAN_NUMERIC_SCHEMA: dict[str, Any] = {
+    "duration": {"cuts": [6, 12, 18, 24, 36]},
+    "amount": {"cuts": [1_000, 2_000, 3_000, 5_000, 10_000]},
+    "installment_rate": [1, 2, 3, 4],
+    "present_residence": [1, 2, 3, 4],
+    "age": {"cuts": [25, 35, 45, 55, 65]},
+    "number_credits": [1, 2, 3, 4],
+    "people_liable": [1, 2],
 }
 
 _DATA_PACKAGE = "pymc_rdp"
@@ -282,10 +357,62 @@ def load_german_credit(decode: bool = True) -> pd.DataFrame:
     return df
 
 
+def _german_schema() -> dict[str, Any]:
+    maps = _german_maps()
+    doc: dict[str, Any] = {}
+    for col in GERMAN_CREDIT_COLUMNS:
+        key = _GERMAN_MAP_KEYS.get(col)
+        if key is None:
+            doc[col] = _GERMAN_NUMERIC_SCHEMA[col]
+        else:
+            doc[col] = [_meaning(maps[key][code]) for code in maps[key]]
+    return doc
+
+
+def _apply_public(df: pd.DataFrame, doc: Mapping[str, Any], name: str) -> pd.DataFrame:
+    from . import domains
+
+    schema = domains.parse_schema(doc, name=name)
+    out, states = domains.apply_schema(df, schema, name=name)
+    domains.check_within(out, states, name=name)
+    for col, vals in states.items():
+        out[col] = pd.Categorical(out[col].astype(object), categories=vals)
+    out.attrs["states"] = {c: list(v) for c, v in states.items()}
+    return out
+
+
+def adult_public(split: Literal["train", "test", "both"] = "train") -> pd.DataFrame:
+    """Adult with its public domain: :data:`ADULT_SCHEMA` applied to :func:`load_adult`.
+
+    Every column becomes a ``category`` column whose categories are the declared states (in
+    the schema's order, used or not); the numeric columns are binned by the schema's fixed cut
+    points. Unlike :func:`adult_paper` (the paper's quantile bins, computed from the data), no
+    state, bin edge or category list depends on the records. ``attrs["states"]`` holds the
+    states of every column. Missing values (``"?"``) are the state ``"missing"``.
+    """
+    return _apply_public(load_adult(split, missing="category"), ADULT_SCHEMA, "ADULT_SCHEMA")
+
+
+def german_credit_public() -> pd.DataFrame:
+    """German credit with its public domain (documented states, fixed cut points).
+
+    The coded columns keep every state documented in ``german.values_maps.json``; ``duration``,
+    ``amount`` and ``age`` are binned by the fixed cut points of :data:`GERMAN_CREDIT_SCHEMA`,
+    the other numeric columns take their documented codes. ``attrs["states"]`` holds the states.
+    """
+    return _apply_public(load_german_credit(), GERMAN_CREDIT_SCHEMA, "GERMAN_CREDIT_SCHEMA")
+
+
 def _meaning(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     return str(value).strip()
+
+
+#: The public domain of every German credit column (:func:`pymc_rdp.domains.parse_schema`
+#: format): the documented states of the coded columns (``german.values_maps.json``, in code
+#: order) and the fixed cut points / codes of the numeric columns described above.
+GERMAN_CREDIT_SCHEMA: dict[str, Any] = _german_schema()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -315,15 +315,30 @@ def test_rdp_at_own_subset_and_at_new_orders():
         acc.rdp([0.5])
 
 
+class _Unrebuildable(GaussianMechanism):
+    """A registered mechanism whose parameters do not rebuild it."""
+
+    name = "test-unrebuildable"
+
+    @classmethod
+    def from_params(cls, params):
+        raise TypeError("no constructor from params")
+
+
 def test_rdp_at_new_orders_refuses_unknown_mechanisms():
     acc = Accountant()
-    acc.spend(GaussianMechanism(3.0))
-    doc = json.loads(acc.to_json())
-    doc["entries"][0]["mechanism"] = "unregistered-mechanism"
-    back = Accountant.from_json(json.dumps(doc))
-    np.testing.assert_array_equal(back.rdp(), acc.rdp())
+    acc.spend(_Unrebuildable(3.0))
     with pytest.raises(ValueError, match="cannot be re-evaluated"):
-        back.rdp([2.345])
+        acc.rdp([2.345])
+    # a ledger whose mechanism cannot be rebuilt cannot have its curves verified: refused
+    with pytest.raises(ValueError, match=r"entry 0: its mechanism .* cannot be rebuilt"):
+        Accountant.from_json(acc.to_json())
+    plain = Accountant()
+    plain.spend(GaussianMechanism(3.0))
+    doc = json.loads(plain.to_json())
+    doc["entries"][0]["mechanism"] = "unregistered-mechanism"
+    with pytest.raises(ValueError, match="cannot be rebuilt"):
+        Accountant.from_json(json.dumps(doc))
 
 
 # ------------------------------------------------------------------ JSON

@@ -14,6 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from pymc_rdp import datasets, rdp
 from pymc_rdp.accountant import Accountant, BudgetExceededError
+from pymc_rdp.mechanisms import UnsafeNoiseSeed
 from pymc_rdp.models.bayesian_network import NAIVE_FLOOR, BayesianNetwork
 from pymc_rdp.models.bn_structure import (
     config_labels,
@@ -160,7 +161,7 @@ def test_family_marginal_matches_brute_force_joint() -> None:
 
 
 def test_bad_data(toy: pd.DataFrame) -> None:
-    bn = BayesianNetwork(STRUCTURE)
+    bn = BayesianNetwork(STRUCTURE, states=STATES)
     kw = {"mechanism": "dirichlet", "epsilon": 1.0, "order": 5.0}
     with pytest.raises(ValueError, match=r"no column for the node\(s\) \['c'\]"):
         bn.fit(toy.drop(columns="c"), **kw)
@@ -172,8 +173,8 @@ def test_bad_data(toy: pd.DataFrame) -> None:
         bn.fit(bad, **kw)
     with pytest.raises(TypeError, match="df must be a pandas DataFrame"):
         bn.fit(toy.to_numpy(), **kw)
-    with pytest.raises(ValueError, match=r"column 'b' has value\(s\) \[2\] outside its states"):
-        BayesianNetwork(STRUCTURE, states={"b": [0, 1]}).fit(toy, **kw)
+    with pytest.raises(ValueError, match=r"column 'b' has values outside its declared states"):
+        BayesianNetwork(STRUCTURE, states={**STATES, "b": [0, 1]}).fit(toy, **kw)
 
 
 @pytest.mark.parametrize(
@@ -195,7 +196,7 @@ def test_bad_data(toy: pd.DataFrame) -> None:
 )
 def test_bad_budget(toy: pd.DataFrame, kwargs: dict, match: str) -> None:
     with pytest.raises(ValueError, match=match):
-        BayesianNetwork(STRUCTURE).fit(toy, **{"mechanism": "dirichlet", **kwargs})
+        BayesianNetwork(STRUCTURE, states=STATES).fit(toy, **{"mechanism": "dirichlet", **kwargs})
 
 
 def test_not_fitted() -> None:
@@ -222,7 +223,7 @@ def test_budget_at_order(toy: pd.DataFrame, mechanism: str, neighbours: str) -> 
         order=lam,
         neighbours=neighbours,
         noise_aware=False,
-        random_state=0,
+        noise_source=UnsafeNoiseSeed(0),
     )
     acc = bn.accountant
     assert acc.budget_order == (eps, lam)
@@ -254,7 +255,12 @@ def test_budget_at_order(toy: pd.DataFrame, mechanism: str, neighbours: str) -> 
 def test_budget_epsilon_delta(toy: pd.DataFrame, mechanism: str) -> None:
     eps, delta = 1.0, 1e-6
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        toy, mechanism=mechanism, epsilon=eps, delta=delta, noise_aware=False, random_state=0
+        toy,
+        mechanism=mechanism,
+        epsilon=eps,
+        delta=delta,
+        noise_aware=False,
+        noise_source=UnsafeNoiseSeed(0),
     )
     acc = bn.accountant
     assert acc.budget == (eps, delta)
@@ -274,7 +280,14 @@ def test_budget_epsilon_delta(toy: pd.DataFrame, mechanism: str) -> None:
 def test_external_accountant_is_charged_and_refuses(toy: pd.DataFrame) -> None:
     acc = Accountant.at_order(1.0, 5.0)
     bn = BayesianNetwork(STRUCTURE, states=STATES)
-    bn.fit(toy, mechanism="dirichlet", epsilon=0.6, order=5.0, accountant=acc, random_state=1)
+    bn.fit(
+        toy,
+        mechanism="dirichlet",
+        epsilon=0.6,
+        order=5.0,
+        accountant=acc,
+        noise_source=UnsafeNoiseSeed(1),
+    )
     assert bn.accountant is acc
     before = len(acc.ledger)
     with pytest.raises(BudgetExceededError, match="nothing was released"):
@@ -286,13 +299,13 @@ def test_external_accountant_is_charged_and_refuses(toy: pd.DataFrame) -> None:
 def test_refusal_draws_no_noise(toy: pd.DataFrame) -> None:
     acc = Accountant.at_order(0.1, 5.0)
 
-    gen = np.random.default_rng(5)
-    state = gen.bit_generator.state
+    source = UnsafeNoiseSeed(5)
     with pytest.raises(BudgetExceededError):
         BayesianNetwork(STRUCTURE, states=STATES).fit(
-            toy, mechanism="laplace", epsilon=1.0, order=5.0, accountant=acc, random_state=gen
+            toy, mechanism="laplace", epsilon=1.0, order=5.0, accountant=acc, noise_source=source
         )
-    assert gen.bit_generator.state == state
+    # the source was never asked for noise: its next stream is still its first one
+    assert source.generator().random() == UnsafeNoiseSeed(5).generator().random()
     assert len(acc.ledger) == 0
 
 
@@ -301,7 +314,7 @@ def test_refusal_draws_no_noise(toy: pd.DataFrame) -> None:
 
 def test_dirichlet_release_rows_on_simplex(toy: pd.DataFrame) -> None:
     bn = BayesianNetwork(STRUCTURE, states={**STATES, "b": [0, 1, 2, 3]}).fit(
-        toy, mechanism="dirichlet", epsilon=0.5, order=5.0, random_state=3
+        toy, mechanism="dirichlet", epsilon=0.5, order=5.0, noise_source=UnsafeNoiseSeed(3)
     )
     for v in bn.nodes:
         cpt = bn.cpts[v]
@@ -344,7 +357,12 @@ def test_cpt_shapes_and_coords(toy: pd.DataFrame) -> None:
 
 def test_naive_baseline_is_clip_and_normalise(toy: pd.DataFrame) -> None:
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        toy, mechanism="laplace", epsilon=0.05, order=5.0, noise_aware=False, random_state=4
+        toy,
+        mechanism="laplace",
+        epsilon=0.05,
+        order=5.0,
+        noise_aware=False,
+        noise_source=UnsafeNoiseSeed(4),
     )
     for v in bn.nodes:
         noisy = np.asarray(getattr(bn.releases[v], "values", bn.releases[v]), dtype=np.float64)
@@ -358,7 +376,7 @@ def test_pgmpy_round_trip(toy: pd.DataFrame) -> None:
         from pgmpy.inference import VariableElimination
 
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        toy, mechanism="dirichlet", epsilon=2.0, order=5.0, random_state=7
+        toy, mechanism="dirichlet", epsilon=2.0, order=5.0, noise_source=UnsafeNoiseSeed(7)
     )
     net = bn.to_pgmpy()
     assert set(net.edges()) == {("a", "b"), ("a", "c"), ("b", "c")}
@@ -447,7 +465,7 @@ def test_recovers_asia_as_epsilon_grows(mechanism: str) -> None:
                     epsilon=eps,
                     order=5.0,
                     noise_aware=False,
-                    random_state=100 + seed,
+                    noise_source=UnsafeNoiseSeed(100 + seed),
                 ),
                 truth,
             )
@@ -467,7 +485,7 @@ def test_noise_aware_gaussian_posterior(toy: pd.DataFrame) -> None:
     from pymc_rdp.distributions import ledger, read_ledger
 
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        toy, mechanism="gaussian", epsilon=1.0, order=5.0, random_state=8
+        toy, mechanism="gaussian", epsilon=1.0, order=5.0, noise_source=UnsafeNoiseSeed(8)
     )
     with pytest.raises(RuntimeError, match=r"call \.sample\(\) first"):
         _ = bn.cpts
@@ -529,7 +547,7 @@ def test_per_family_approximation_coverage(margins: str) -> None:
             mechanism="gaussian",
             epsilon=1.0,
             order=5.0,
-            random_state=rep,
+            noise_source=UnsafeNoiseSeed(rep),
             margins=margins,
         )
         with threadpool_limits(limits=1):
@@ -609,7 +627,12 @@ def test_dirichlet_table_release_exact_divergence_within_charge(neighbours: str)
 def test_noise_model_joint_builds_the_joint_likelihood() -> None:
     df = _toy_data(400, seed=5)
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        df, mechanism="gaussian", epsilon=2.0, order=5.0, random_state=1, noise_model="joint"
+        df,
+        mechanism="gaussian",
+        epsilon=2.0,
+        order=5.0,
+        noise_source=UnsafeNoiseSeed(1),
+        noise_model="joint",
     )
     assert bn.noise_model == "joint"
     assert sorted(v.name for v in bn.model.free_RVs) == ["a_cpt", "b_cpt", "c_cpt"]
@@ -621,17 +644,22 @@ def test_noise_model_joint_builds_the_joint_likelihood() -> None:
     point = bn.model.initial_point()
     assert bn.model.compile_logp()(point) == pytest.approx(other.compile_logp()(point), rel=1e-12)
     lap = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        df, mechanism="laplace", epsilon=2.0, order=5.0, random_state=1, noise_model="joint"
+        df,
+        mechanism="laplace",
+        epsilon=2.0,
+        order=5.0,
+        noise_source=UnsafeNoiseSeed(1),
+        noise_model="joint",
     )
     assert "releases_omega" in [v.name for v in lap.model.free_RVs]
     # per-family is the default and the naive baseline ignores the option
     assert (
-        BayesianNetwork(STRUCTURE)
-        .fit(df, mechanism="gaussian", epsilon=2.0, order=5.0, random_state=1)
+        BayesianNetwork(STRUCTURE, states=STATES)
+        .fit(df, mechanism="gaussian", epsilon=2.0, order=5.0, noise_source=UnsafeNoiseSeed(1))
         .noise_model
         == "per-family"
     )
-    naive = BayesianNetwork(STRUCTURE).fit(
+    naive = BayesianNetwork(STRUCTURE, states=STATES).fit(
         df, mechanism="gaussian", epsilon=2.0, order=5.0, noise_aware=False, noise_model="joint"
     )
     assert naive.noise_model is None
@@ -640,7 +668,7 @@ def test_noise_model_joint_builds_the_joint_likelihood() -> None:
 def test_noise_model_refuses_unknown_values() -> None:
     df = _toy_data(50, seed=1)
     with pytest.raises(ValueError, match="noise_model"):
-        BayesianNetwork(STRUCTURE).fit(
+        BayesianNetwork(STRUCTURE, states=STATES).fit(
             df, mechanism="gaussian", epsilon=1.0, order=5.0, noise_model="pairwise"
         )
 
@@ -672,7 +700,12 @@ def test_per_family_prior_gives_dirichlet_cpt_rows() -> None:
     df = _toy_data(200, seed=2)
     alpha0 = 0.7
     bn = BayesianNetwork(STRUCTURE, states=STATES).fit(
-        df, mechanism="gaussian", epsilon=1.0, order=5.0, alpha0=alpha0, random_state=1
+        df,
+        mechanism="gaussian",
+        epsilon=1.0,
+        order=5.0,
+        alpha0=alpha0,
+        noise_source=UnsafeNoiseSeed(1),
     )
     prior = pm.sample_prior_predictive(draws=4000, model=bn.model, random_seed=3)["prior"]
     rows = prior["c_cpt"].to_numpy().reshape(-1, 6, 2)
@@ -688,3 +721,120 @@ def test_per_family_prior_gives_dirichlet_cpt_rows() -> None:
     # the parent weights are Dirichlet(K alpha0) over the 6 configurations
     w_var = (1 / 6) * (5 / 6) / (6 * k * alpha0 + 1)
     np.testing.assert_allclose(weights.var(axis=0), w_var, rtol=0.1)
+
+
+# ------------------------------------------------------- issue 11: seeds and totals
+
+
+@pytest.fixture(scope="module")
+def asia() -> tuple[pd.DataFrame, object]:
+    return datasets.sample_network("asia", 2000, random_state=0), datasets.load_network("asia")
+
+
+def _exact_tables(bn: BayesianNetwork, df: pd.DataFrame) -> dict[str, np.ndarray]:
+    from pymc_rdp.models.bn_structure import encode_frame, family_table, validate_frame
+
+    codes = encode_frame(validate_frame(df, bn.nodes), bn.states)
+    return {
+        v: family_table(codes, v, bn.parents[v], bn.cards).reshape(-1).astype(np.float64)
+        for v in bn.nodes
+    }
+
+
+def _recovered(bn: BayesianNetwork, noise_of: dict[str, np.ndarray]) -> dict | None:
+    """The exact tables if subtracting the guessed noise leaves whole, non-negative counts."""
+    out = {}
+    for v in bn.nodes:
+        cand = np.asarray(bn.releases[v].values, dtype=np.float64) - noise_of[v]
+        whole = np.round(cand)
+        if not (np.abs(cand - whole).max() < 1e-6 and whole.min() >= 0):
+            return None
+        out[v] = whole
+    return out
+
+
+def _fit_gaussian(bn: BayesianNetwork, df: pd.DataFrame, **kw) -> BayesianNetwork:
+    return bn.fit(df, mechanism="gaussian", epsilon=1.0, delta=1e-6, noise_aware=False, **kw)
+
+
+def test_seed_search_recovers_no_table(asia) -> None:
+    """Issue 11, defect 2: the README's ``fit(..., random_state=1)`` made the noise a function of
+    a published seed; a search over small seeds recovered all 8 asia family tables exactly.
+    The attack is run here: the call is refused, and the noise of a default fit (OS entropy)
+    matches no seed's noise stream."""
+    df, model = asia
+    bn = BayesianNetwork(model)
+    try:
+        _fit_gaussian(bn, df, random_state=1)  # the README's old call
+    except TypeError as exc:
+        assert "noise_source" in str(exc) and "random_state" in str(exc)
+        _fit_gaussian(bn, df)
+    sigma = bn.family_mechanism.sigma
+    for seed in range(256):
+        # the old noise stream: one numpy generator seeded by the user, the families in order
+        gen = np.random.default_rng(seed)
+        guess = {v: gen.normal(0.0, sigma, size=bn.releases[v].values.shape) for v in bn.nodes}
+        assert _recovered(bn, guess) is None, f"seed {seed} recovers the tables"
+
+
+def test_seed_search_succeeds_only_on_unsafe_noise_which_the_ledger_flags(asia) -> None:
+    """The same search against a release made with ``UnsafeNoiseSeed``: it recovers every table
+    exactly (so the search is a real attack), and the ledger says the release is not private."""
+    df, model = asia
+    bn = _fit_gaussian(BayesianNetwork(model), df, noise_source=UnsafeNoiseSeed(13))
+    truth = _exact_tables(bn, df)
+    found = []
+    for seed in range(32):
+        src = UnsafeNoiseSeed(seed)
+        zeros = {v: np.zeros_like(truth[v]) for v in bn.nodes}
+        guess = {v: bn.family_mechanism.release(zeros[v], src) for v in bn.nodes}
+        got = _recovered(bn, guess)
+        if got is not None:
+            found.append(seed)
+            for v in bn.nodes:
+                np.testing.assert_array_equal(got[v], truth[v])
+    assert found == [13]
+    acc = bn.accountant
+    assert not acc.within_guarantee
+    assert {d["kind"] for d in acc.declarations} == {"unsafe_noise"}
+    assert acc.report().count("NOT PRIVATE") == len(bn.nodes)
+    assert not Accountant.from_json(acc.to_json()).within_guarantee
+
+
+@pytest.mark.parametrize("bad", [1, np.int64(3), np.random.default_rng(1)])
+def test_seeds_and_generators_are_refused_as_noise(toy: pd.DataFrame, bad) -> None:
+    acc = Accountant()
+    bn = BayesianNetwork(STRUCTURE, states=STATES)
+    with pytest.raises(TypeError, match="noise_source must be None"):
+        bn.fit(toy, mechanism="laplace", epsilon=1.0, order=5.0, accountant=acc, noise_source=bad)
+    with pytest.raises(TypeError, match="random_state is not accepted"):
+        bn.fit(toy, mechanism="dirichlet", epsilon=1.0, order=5.0, accountant=acc, random_state=bad)
+    assert len(acc.ledger) == 0 and not bn._fitted
+
+
+def test_number_of_records_is_published_only_when_declared(toy: pd.DataFrame) -> None:
+    """Issue 11, defect 7: N leaves the fit only when the caller declares it public."""
+    n = len(toy)
+    bn = BayesianNetwork(STRUCTURE, states=STATES)
+    bn.fit(toy, mechanism="dirichlet", epsilon=1.0, order=5.0)
+    assert bn.n_records is None and bn.accountant.declarations == ()
+    bn.fit(toy, mechanism="gaussian", epsilon=1.0, order=5.0, noise_aware=False)
+    totals = [float(np.sum(bn.releases[v].values)) for v in bn.nodes]
+    assert bn.n_records == max(1, round(float(np.mean(totals))))  # post-processing only
+    assert all(r.total is None and '"total": null' in r.to_json() for r in bn.releases.values())
+    assert bn.accountant.declarations == ()
+    bn.fit(toy, mechanism="gaussian", epsilon=1.0, order=5.0, public_total=n)
+    assert bn.n_records == n
+    assert all(r.total == n for r in bn.releases.values())
+    kinds = {(d["kind"], d["outside_guarantee"]) for d in bn.accountant.declarations}
+    assert kinds == {("public_total", False)} and bn.accountant.within_guarantee
+    acc = Accountant()
+    with pytest.raises(ValueError, match="public_total does not equal the number of records"):
+        BayesianNetwork(STRUCTURE, states=STATES).fit(
+            toy, mechanism="laplace", epsilon=1.0, order=5.0, accountant=acc, public_total=n + 1
+        )
+    with pytest.raises(TypeError, match="public_total must be None or an int"):
+        BayesianNetwork(STRUCTURE, states=STATES).fit(
+            toy, mechanism="laplace", epsilon=1.0, order=5.0, accountant=acc, public_total=True
+        )
+    assert len(acc.ledger) == 0 and acc.declarations == ()

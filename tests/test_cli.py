@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +108,20 @@ def test_demo_releases_hold_the_released_tables(demo_dir):
     assert fams["income"]["parents"] == ["occupation", "capital-gain", "capital-loss"]
 
 
+def test_demo_publishes_only_declared_states(demo_dir):
+    """Every published state list is the public schema's, whatever the records hold."""
+    from pymc_rdp import datasets
+    from pymc_rdp.domains import parse_schema
+
+    schema = parse_schema(datasets.ADULT_SCHEMA)
+    doc = json.loads((demo_dir / "releases.json").read_text())
+    for f in doc["families"]:
+        assert f["states"] == [str(s) for s in schema[f["node"]]["states"]]
+    acc = Accountant.from_json((demo_dir / "ledger.json").read_text())
+    assert acc.within_guarantee and acc.declarations == ()
+    assert "read from the data" not in (demo_dir / "report.md").read_text()
+
+
 def test_demo_report_states_the_guarantee(demo_dir):
     text = (demo_dir / "report.md").read_text()
     acc = Accountant.from_json((demo_dir / "ledger.json").read_text())
@@ -130,6 +146,18 @@ def test_ledger_command_prints_the_epsilon(demo_dir, capsys):
     assert f"ε = {acc.epsilon(1e-9):.6g} at δ = 1e-09" in out
     assert main(["ledger", str(demo_dir / "posterior.nc"), "--json"]) == 0
     assert capsys.readouterr().out.strip() == acc.to_json()
+
+
+def test_the_published_digest_verifies_every_stored_ledger(demo_dir, capsys):
+    import re
+
+    report = (demo_dir / "report.md").read_text(encoding="utf-8")
+    (digest,) = set(re.findall(r"ledger digest \(sha256 chain\): ([0-9a-f]{64})", report))
+    for src in ("posterior.nc", "ledger.json"):
+        assert main(["ledger", str(demo_dir / src), "--digest", digest]) == 0
+        assert "matches the expected digest" in capsys.readouterr().out
+        assert main(["ledger", str(demo_dir / src), "--digest", "0" * 64]) == 1
+        assert "differs from the expected" in capsys.readouterr().err
 
 
 def test_ledger_command_through_the_subprocess(demo_dir):
@@ -196,24 +224,35 @@ def cancer_files(tmp_path_factory) -> dict[str, Path]:
     structure = {v: sorted(model.get_parents(v)) for v in model.nodes()}
     (d / "dag.json").write_text(json.dumps(structure))
     BIFWriter(model).write(str(d / "cancer.bif"))
+    # the public domain: the model's states, in the opposite order to the BIF file's
+    states = {v: list(model.get_cpds(v).state_names[v])[::-1] for v in model.nodes()}
+    (d / "schema.json").write_text(json.dumps(states))
+    (d / "schema.yaml").write_text(
+        "".join(f"{v}:\n" + "".join(f"  - '{s}'\n" for s in sts) for v, sts in states.items())
+    )
     return {
         "dir": d,
         "train": d / "train.csv",
         "test": d / "test.csv",
         "json": d / "dag.json",
         "bif": d / "cancer.bif",
+        "schema": d / "schema.json",
+        "yaml": d / "schema.yaml",
+        "states": states,
     }
 
 
 @pytest.mark.parametrize("structure", ["json", "bif"])
 def test_fit_with_an_rdp_budget(cancer_files, structure, tmp_path, capsys):
     out = tmp_path / "res"
+    schema = ["--schema", str(cancer_files["schema"])] if structure == "json" else []
     code = main(
         [
             "fit",
             str(cancer_files["train"]),
             "--structure",
             str(cancer_files[structure]),
+            *schema,
             "--epsilon",
             "2",
             "--order",
@@ -250,6 +289,138 @@ def test_fit_with_an_rdp_budget(cancer_files, structure, tmp_path, capsys):
     assert sorted(cancer["parents"]) == ["Pollution", "Smoker"]
     if structure == "bif":
         assert cancer["states"] == ["True", "False"]  # the BIF file's states, in its order
+    else:
+        assert cancer["states"] == ["False", "True"]  # the schema's states, in its order
+    assert acc.within_guarantee
+    assert "Outside the guarantee" not in (out / "report.md").read_text()
+
+
+def _schema_argv(files, out, *extra: str) -> list[str]:
+    return [
+        "fit",
+        str(files["train"]),
+        "--structure",
+        str(files["json"]),
+        "--order",
+        "4",
+        "--out",
+        str(out),
+        "--quiet",
+        *extra,
+    ]
+
+
+@pytest.mark.parametrize("kind", ["schema", "yaml"])
+def test_fit_with_a_schema_fixes_the_published_states(cancer_files, kind, tmp_path):
+    """Declared states in the schema's order; a declared state never seen is a zero column."""
+    states = dict(cancer_files["states"])
+    states["Xray"] = [*states["Xray"], "unclear"]  # declared, never observed
+    path = tmp_path / ("s.json" if kind == "schema" else "s.yaml")
+    if kind == "schema":
+        path.write_text(json.dumps(states))
+    else:
+        import yaml
+
+        path.write_text(yaml.safe_dump(states))
+    out = tmp_path / "o"
+    assert main(_schema_argv(cancer_files, out, "--schema", str(path))) == 0
+    doc = json.loads((out / "releases.json").read_text())
+    for fam in doc["families"]:
+        assert fam["states"] == states[fam["node"]]
+    xray = next(f for f in doc["families"] if f["node"] == "Xray")
+    assert np.asarray(xray["values"]).shape == (2, 3)
+
+
+def test_fit_without_declared_states_is_refused(cancer_files, tmp_path, capsys):
+    out = tmp_path / "o"
+    msg = _err(capsys, _schema_argv(cancer_files, out))
+    assert "no declared states for the variable(s)" in msg
+    assert "--schema" in msg and "--states-from-data" in msg
+    assert not (out / "releases.json").exists()
+    proc = _run(*_schema_argv(cancer_files, out))
+    assert proc.returncode == 1
+    _one_line_error(proc.stderr)
+
+
+def test_fit_states_from_data_is_flagged(cancer_files, tmp_path):
+    out = tmp_path / "o"
+    assert main(_schema_argv(cancer_files, out, "--states-from-data")) == 0
+    acc = Accountant.from_json((out / "ledger.json").read_text())
+    assert not acc.within_guarantee
+    assert acc.declarations[0]["kind"] == "states_from_data"
+    report = (out / "report.md").read_text()
+    assert "**Outside the guarantee:**" in report
+    assert "OUTSIDE THE GUARANTEE (states_from_data)" in report
+
+
+def test_fit_schema_cuts_bin_a_numeric_column(tmp_path):
+    rng = np.random.default_rng(0)
+    import pandas as pd
+
+    age = rng.uniform(18, 90, 400)
+    sick = np.where(age > 60, rng.random(400) < 0.6, rng.random(400) < 0.2)
+    pd.DataFrame({"age": age, "sick": sick}).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "dag.json").write_text(json.dumps({"age": [], "sick": ["age"]}))
+    argv = ["fit", str(tmp_path / "d.csv"), "--structure", str(tmp_path / "dag.json")]
+    argv += ["--order", "4", "--out", str(tmp_path / "o"), "--quiet"]
+    # a float column is refused even with --states-from-data, with the advice to bin it
+    code = main([*argv, "--states-from-data"])
+    assert code == 1
+    (tmp_path / "s.yaml").write_text("age:\n  cuts: [40, 60]\nsick: [False, True]\n")
+    assert main([*argv, "--schema", str(tmp_path / "s.yaml")]) == 0
+    doc = json.loads((tmp_path / "o" / "releases.json").read_text())
+    fam = {f["node"]: f for f in doc["families"]}
+    assert fam["age"]["states"] == ["<=40", "(40, 60]", ">60"]
+    assert fam["sick"]["parent_configurations"] == ["age=<=40", "age=(40, 60]", "age=>60"]
+    assert fam["sick"]["states"] == ["False", "True"]
+
+
+@pytest.mark.parametrize("kind", ["float", "names"])
+def test_fit_float_column_error_says_how_to_bin(tmp_path, capsys, kind):
+    """Old code published 199 float values or patient names as states; now refused."""
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=300) if kind == "float" else [f"patient {i:03d}" for i in range(300)]
+    pd.DataFrame({"x": x, "y": rng.integers(0, 2, 300)}).to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "dag.json").write_text(json.dumps({"x": [], "y": ["x"]}))
+    argv = ["fit", str(tmp_path / "d.csv"), "--structure", str(tmp_path / "dag.json")]
+    msg = _err(capsys, [*argv, "--order", "4", "--out", str(tmp_path / "o"), "--states-from-data"])
+    assert "column 'x'" in msg and "cuts" in msg and "private_bins" in msg
+    assert not (tmp_path / "o" / "releases.json").exists()
+
+
+def test_fit_out_of_domain_value_is_refused(cancer_files, tmp_path, capsys):
+    import pandas as pd
+
+    df = pd.read_csv(cancer_files["train"])
+    df["Smoker"] = df["Smoker"].astype(str)
+    df.loc[5, "Smoker"] = "Sometimes"  # one record with a new value
+    path = tmp_path / "new.csv"
+    df.to_csv(path, index=False)
+    argv = _schema_argv(cancer_files, tmp_path / "o", "--schema", str(cancer_files["schema"]))
+    argv[1] = str(path)
+    msg = _err(capsys, argv)
+    assert "column 'Smoker' has values outside its declared states" in msg
+    assert "Sometimes" not in msg
+    assert not (tmp_path / "o" / "ledger.json").exists()
+
+
+def test_bad_schema_files_are_one_line_errors(cancer_files, tmp_path, capsys):
+    def err(text: str, name: str = "s.json") -> str:
+        path = tmp_path / name
+        path.write_text(text)
+        return _err(capsys, _schema_argv(cancer_files, tmp_path / "o", "--schema", str(path)))
+
+    assert "not valid JSON" in err("{oops")
+    assert "not valid YAML" in err("a: [1, 2\n", "s.yaml")
+    assert "'Age' are not variables of the network" in err(json.dumps({"Age": [1, 2]}))
+    assert "lists the state 'True' twice" in err(json.dumps({"Smoker": ["True", "True"]}))
+    assert "must be a list of states" in err(json.dumps({"Smoker": "True"}))
+    assert "'states' or 'cuts'" in err(json.dumps({"Smoker": {"values": [1]}}))
+    assert "schema file not found" in _err(
+        capsys, _schema_argv(cancer_files, tmp_path / "o", "--schema", str(tmp_path / "no.json"))
+    )
 
 
 def test_demo_gaussian_uses_the_naive_baseline_for_large_tables(tmp_path, capsys):
@@ -258,12 +429,12 @@ def test_demo_gaussian_uses_the_naive_baseline_for_large_tables(tmp_path, capsys
     assert main([*argv, "--out", str(out), "--quiet", "--seed", "2"]) == 0
     assert "gaussian mechanism under ε = 2 at Rényi order 5" in capsys.readouterr().out
     report = (out / "report.md").read_text()
-    assert "naive baseline" in report and "'occupation', 4800), more than 2000" in report
+    assert "naive baseline" in report and "'occupation', 2880), more than 2000" in report
     doc = json.loads((out / "releases.json").read_text())
     fam = next(f for f in doc["families"] if f["node"] == "occupation")
     rel = fam["release"]  # the noisy counts with their mechanism, as published
     assert rel["mechanism"]["name"] == "gaussian"
-    assert np.asarray(rel["values"]).size == 4800
+    assert np.asarray(rel["values"]).size == 2880  # 6 x 2 x 16 x 15: declared, not observed
     acc = Accountant.from_json((out / "ledger.json").read_text())
     assert float(acc.rdp([5.0])[0]) <= 2.0
     entry = next(e for e in acc.ledger if e.tag == rel["tag"])
@@ -277,6 +448,8 @@ def _gaussian_fit_argv(files, out, inference, draws, budget, seed) -> list[str]:
         str(files["train"]),
         "--structure",
         str(files["json"]),
+        "--schema",
+        str(files["schema"]),
         "--mechanism",
         "gaussian",
         "--epsilon",
@@ -403,6 +576,8 @@ def test_missing_values(cancer_files, tmp_path, capsys):
         str(path),
         "--structure",
         str(cancer_files["json"]),
+        "--schema",
+        str(cancer_files["yaml"]),
         "--order",
         "3",
         "--out",
@@ -438,3 +613,164 @@ def test_help_shows_an_example(command, capsys):
 def test_no_command_prints_help(capsys):
     assert main([]) == 0
     assert "demo" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- what leaves the curator
+
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?(?![\w.])")
+
+
+def _numbers(text: str) -> set[float]:
+    return {float(t) for t in _NUMBER.findall(text)}
+
+
+def _strip_values(releases: dict) -> dict:
+    """releases.json without the released values (the charged outputs) and the ledger."""
+    doc = {k: v for k, v in releases.items() if k != "ledger"}
+    fams = []
+    for f in doc["families"]:
+        f = dict(f)
+        f.pop("values", None)
+        if "release" in f:
+            f["release"] = {k: v for k, v in f["release"].items() if k != "values"}
+        fams.append(f)
+    doc["families"] = fams
+    return doc
+
+
+def _ledger_core(text: str) -> dict:
+    doc = json.loads(text)
+    return {k: doc.get(k) for k in ("orders", "budget", "entries", "declarations")}
+
+
+def _run_fit(argv: list[str], monkeypatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["pymc-rdp", *argv])
+    assert main(argv) == 0
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        ["--mechanism", "dirichlet"],
+        ["--mechanism", "gaussian", "--inference", "naive"],
+        [
+            *("--mechanism", "laplace", "--inference", "noise-aware"),
+            *("--draws", "20", "--tune", "20", "--chains", "1"),
+        ],
+    ],
+)
+def test_neighbouring_files_publish_no_raw_count(cancer_files, tmp_path, monkeypatch, mechanism):
+    """Issue 11, defect 7: two files differing in one record (a value made missing), fitted with
+    --missing drop, must not publish the number of records, of complete records or of dropped
+    records; every artefact other than the released values is the same for both."""
+    import pandas as pd
+    import xarray as xr
+
+    from pymc_rdp import datasets
+
+    rows, holes = 1000, 137
+    df = datasets.sample_network("cancer", rows, random_state=11).astype(object)
+    exact = {float(rows), float(rows - holes), float(rows - holes - 1), float(holes), 138.0}
+    runs = {}
+    for name, k in (("a", holes), ("b", holes + 1)):
+        d = tmp_path / name
+        d.mkdir()
+        frame = df.copy()
+        frame.loc[: k - 1, "Xray"] = np.nan
+        frame.to_csv(d / "records.csv", index=False)
+        out = d / "out"
+        argv = [
+            "fit",
+            str(d / "records.csv"),
+            "--structure",
+            str(cancer_files["bif"]),
+            "--missing",
+            "drop",
+            "--epsilon",
+            "8",
+            "--delta",
+            "1e-6",
+            *mechanism,
+            "--seed",
+            "5",
+            "--out",
+            str(out),
+            "--quiet",
+        ]
+        _run_fit(argv, monkeypatch)
+        report = (out / "report.md").read_text().replace(str(d), "DIR")
+        releases = json.loads((out / "releases.json").read_text())
+        with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
+            attrs = {k: str(v) for node in tree.subtree for k, v in node.attrs.items()}
+            shapes = {
+                node.path: {v: node[v].shape for v in node.data_vars} for node in tree.subtree
+            }
+        runs[name] = {
+            "report": report,
+            "releases": _strip_values(releases),
+            "ledger": _ledger_core((out / "ledger.json").read_text()),
+            "attrs": attrs,
+            "shapes": shapes,
+            "figures": sorted(p.name for p in (out / "figures").iterdir()),
+            "files": sorted(p.name for p in out.iterdir()),
+        }
+    a, b = runs["a"], runs["b"]
+    for run in (a, b):
+        assert run["releases"]["n_records"] is None
+        assert all(f.get("release", {}).get("total") is None for f in run["releases"]["families"])
+        texts = [
+            run["report"],
+            json.dumps(run["releases"]),
+            *(v for k, v in run["attrs"].items() if not k.startswith("pymc_rdp")),
+        ]
+        for text in texts:
+            assert not (_numbers(text) & exact), (_numbers(text) & exact, text[:2000])
+    # the structure of everything published is the same for both neighbours
+    mask = functools.partial(_NUMBER.sub, "#")
+    assert mask(a["report"]) == mask(b["report"])
+    assert a["releases"] == b["releases"]
+    assert a["ledger"] == b["ledger"]
+    assert {k: v for k, v in a["attrs"].items() if k.startswith("pymc_rdp")} == {
+        k: v for k, v in b["attrs"].items() if k.startswith("pymc_rdp")
+    }
+    assert a["shapes"] == b["shapes"] and a["figures"] == b["figures"]
+    assert a["files"] == b["files"]
+    assert "NOT PRIVATE" not in a["report"]
+    _ = pd  # the frames above are pandas
+
+
+def test_report_carries_no_seed_and_unsafe_noise_is_marked(cancer_files, tmp_path, monkeypatch):
+    """Issue 11, defect 2: --seed steers only the MCMC and is not written; reproducible noise
+    needs --unsafe-noise-seed, which the ledger and the report mark as not private."""
+    base = [
+        "fit",
+        str(cancer_files["train"]),
+        "--structure",
+        str(cancer_files["bif"]),
+        "--order",
+        "4",
+        "--quiet",
+    ]
+    safe, unsafe = tmp_path / "safe", tmp_path / "unsafe"
+    _run_fit([*base, "--seed", "48151", "--out", str(safe)], monkeypatch)
+    _run_fit(
+        [*base, "--seed=48151", "--unsafe-noise-seed", "62342", "--out", str(unsafe)], monkeypatch
+    )
+    for out in (safe, unsafe):
+        for name in ("report.md", "releases.json", "ledger.json"):
+            text = (out / name).read_text()
+            assert "48151" not in text and "62342" not in text, name
+    assert "--seed S" in (safe / "report.md").read_text()
+    assert "NOT PRIVATE" not in (safe / "report.md").read_text()
+    assert Accountant.from_json((safe / "ledger.json").read_text()).within_guarantee
+    report = (unsafe / "report.md").read_text()
+    assert report.startswith("# ") and "**NOT PRIVATE.**" in report
+    assert "--unsafe-noise-seed S" in report
+    acc = Accountant.from_json((unsafe / "ledger.json").read_text())
+    assert not acc.within_guarantee
+    assert {d["kind"] for d in acc.declarations} == {"unsafe_noise"}
+    # two runs with the same --seed but OS noise release different tables
+    again = tmp_path / "again"
+    _run_fit([*base, "--seed", "48151", "--out", str(again)], monkeypatch)
+    fam = [json.loads((o / "releases.json").read_text())["families"] for o in (safe, again)]
+    assert fam[0][0]["values"] != fam[1][0]["values"]

@@ -395,3 +395,58 @@ def test_sample_network_bad_input() -> None:
         datasets.sample_network("nowhere", 5)
     with pytest.raises(TypeError, match="network"):
         datasets.sample_network(42, 5)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------------------------------
+# Public domains
+# ------------------------------------------------------------------------------------------------
+
+
+def test_adult_public_uses_the_declared_schema() -> None:
+    from pymc_rdp.domains import parse_schema
+
+    schema = parse_schema(datasets.ADULT_SCHEMA)
+    both = datasets.adult_public("both")
+    assert list(both.columns) == list(datasets.ADULT_COLUMNS)
+    for col in both.columns:
+        assert list(both[col].cat.categories) == schema[col]["states"], col
+        assert both[col].notna().all(), col  # every record is inside the declared domain
+    assert both.attrs["states"]["age"] == [
+        "<=24",
+        "(24, 34]",
+        "(34, 44]",
+        "(44, 54]",
+        "(54, 64]",
+        ">64",
+    ]
+    # the documented categories are exactly those of the two files (plus "missing")
+    raw = datasets.load_adult("both", missing="category")
+    for col in ("workclass", "education", "occupation", "race", "sex", "native-country"):
+        assert set(raw[col].cat.categories) == set(schema[col]["states"]), col
+    # nothing depends on the records: a subsample has the same states
+    few = datasets.adult_public("test").iloc[:7]
+    for col in few.columns:
+        assert list(few[col].cat.categories) == schema[col]["states"]
+    # the binning: ages 24 and 25 fall on either side of the first cut point
+    ages = datasets.load_adult("train")["age"]
+    binned = datasets.adult_public("train")["age"].astype(str)
+    assert set(binned[ages == 24]) == {"<=24"} and set(binned[ages == 25]) == {"(24, 34]"}
+    gain = datasets.load_adult("train")["capital-gain"]
+    assert set(datasets.adult_public("train")["capital-gain"].astype(str)[gain == 0]) == {"<=0"}
+
+
+def test_german_credit_public_uses_the_declared_schema() -> None:
+    from pymc_rdp.domains import parse_schema
+
+    schema = parse_schema(datasets.GERMAN_CREDIT_SCHEMA)
+    german = datasets.german_credit_public()
+    raw = datasets.load_german_credit()
+    assert german.shape == (1_000, 21)
+    for col in german.columns:
+        assert list(german[col].cat.categories) == schema[col]["states"], col
+        assert german[col].notna().all()
+        if isinstance(raw[col].dtype, pd.CategoricalDtype):  # the documented code lists
+            assert list(raw[col].cat.categories) == schema[col]["states"]
+    assert german.attrs["states"]["installment_rate"] == [1, 2, 3, 4]
+    assert len(schema["purpose"]["states"]) == 11  # one documented purpose never occurs
+    assert (german["purpose"] == "(vacation - does not exist?)").sum() == 0

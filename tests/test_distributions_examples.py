@@ -46,6 +46,7 @@ def test_dirichlet_release_example(tmp_path, capsys):
     assert tree.posterior["activity_given_weather"].shape == (1, 2, 3, 3)
     acc = Accountant.from_json((out / "accountant.json").read_text())
     assert tree.attrs[D.ACCOUNTANT_ATTR] == acc.to_json()
-    assert [e.count for e in acc.ledger] == [2, 2, 2]  # k draws per row, rows in parallel
+    # k draws of the whole CPT: one table entry (a move across rows is charged as such)
+    assert [(e.mechanism, e.count) for e in acc.ledger] == [("dirichlet_table", 2)]
     tree.close()
     assert "refused before drawing" in capsys.readouterr().out

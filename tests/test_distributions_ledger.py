@@ -15,7 +15,7 @@ from pymc.model.transform.optimization import freeze_dims_and_data
 
 import pymc_rdp.distributions as D
 from pymc_rdp.accountant import Accountant
-from pymc_rdp.mechanisms import DirichletMechanism, LaplaceMechanism
+from pymc_rdp.mechanisms import DirichletMechanism, LaplaceMechanism, UnsafeNoiseSeed
 
 LAP = LaplaceMechanism(scale=4.0, sensitivity=2.0)
 DIR = DirichletMechanism(r=0.5, alpha=20.0, l2_sensitivity=math.sqrt(2.0), linf_sensitivity=1.0)
@@ -24,7 +24,9 @@ DIR = DirichletMechanism(r=0.5, alpha=20.0, l2_sensitivity=math.sqrt(2.0), linf_
 @pytest.fixture
 def private_model():
     acc = Accountant()
-    rel = D.privatize(np.array([[3, 5], [6, 2]]), LAP, acc, "family-ab", rng=0)
+    rel = D.privatize(
+        np.array([[3, 5], [6, 2]]), LAP, acc, "family-ab", noise_source=UnsafeNoiseSeed(0)
+    )
     with pm.Model(coords={"row": ["r0", "r1"], "cell": ["c0", "c1"]}) as model:
         x = pm.Data("x", np.array([1.0, 2.0]))
         p = pm.Dirichlet("p", np.ones(2), dims=("row", "cell"))
@@ -93,7 +95,7 @@ def test_observe_turns_a_simulated_node_into_an_observed_one(private_model):
 @pytest.mark.filterwarnings("ignore:.*(rhat|effective sample size).*:UserWarning")
 def test_sample_stores_the_ledger_and_netcdf_round_trip_is_byte_exact(tmp_path):
     acc = Accountant()
-    rel = D.privatize(np.array([7, 13]), LAP, acc, "counts", rng=1)
+    rel = D.privatize(np.array([7, 13]), LAP, acc, "counts", noise_source=UnsafeNoiseSeed(1))
     with pm.Model() as model:
         p = pm.Dirichlet("p", np.ones(2))
         D.NoisyCounts("y", 20, p, rel)
@@ -136,7 +138,7 @@ def test_sample_stores_the_ledger_and_netcdf_round_trip_is_byte_exact(tmp_path):
 
 def test_attach_ledger_to_any_tree():
     acc = Accountant()
-    D.privatize(np.array([1, 2]), LAP, acc, "t", rng=0)
+    D.privatize(np.array([1, 2]), LAP, acc, "t", noise_source=UnsafeNoiseSeed(0))
     with pm.Model() as model:
         D.NoisyCounts("y", 3, np.array([0.5, 0.5]), mechanism=LAP, observed=[1.0, 2.0])
     tree = xr.DataTree.from_dict(

@@ -20,6 +20,7 @@ from pymc_rdp.mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
     RandomizedResponse,
+    UnsafeNoiseSeed,
 )
 
 LAP = LaplaceMechanism(scale=1.5, sensitivity=2.0)
@@ -175,7 +176,7 @@ def test_laplace_binomial_nuts_matches_exact_grid_posterior():
     mech = LaplaceMechanism(scale=2.0 / eps, sensitivity=2.0)  # pure ε-DP, Δ₁ = 2
     acc = Accountant()
     counts = rng.multinomial(n, [0.35, 0.65])
-    rel = D.privatize(counts, mech, acc, "binomial", rng=rng)
+    rel = D.privatize(counts, mech, acc, "binomial", noise_source=UnsafeNoiseSeed(11))
     before = acc.to_json()
     with pm.Model() as model:
         theta = pm.Beta("theta", 1.0, 1.0)
@@ -206,7 +207,9 @@ def test_laplace_binomial_nuts_matches_exact_grid_posterior():
 def test_prior_and_posterior_predictive_shapes_and_censoring():
     acc = Accountant()
     counts = np.array([[3, 0, 7], [1, 1, 8]])
-    rel = D.privatize(counts, LAP, acc, "cpt", rng=1, clamp="zero", round=True)
+    rel = D.privatize(
+        counts, LAP, acc, "cpt", noise_source=UnsafeNoiseSeed(1), clamp="zero", round=True
+    )
     with pm.Model(coords={"row": ["a", "b"], "cell": ["x", "y", "z"]}) as model:
         p = pm.Dirichlet("p", np.ones(3), dims=("row", "cell"))
         D.NoisyCounts("y", np.array([10, 10]), p, rel, dims=("row", "cell"))
@@ -275,7 +278,7 @@ def test_bad_totals_refused():
         D.NoisyCounts.dist(-3, np.array([0.5, 0.5]), mechanism=LAP)
     with pytest.raises(TypeError, match="must be continuous"):
         D.NoisyCounts.dist(pt.lscalar("n"), np.array([0.5, 0.5]), mechanism=LAP)
-    rel = D.privatize(np.array([4, 6]), LAP, Accountant(), "t", rng=0)
+    rel = D.privatize(np.array([4, 6]), LAP, Accountant(), "t", public_total=10)
     with pytest.raises(ValueError, match="differs from the release's public total"):
         _model_with(12, rel)
 
@@ -298,7 +301,7 @@ def test_mechanism_sensitivity_not_matching_the_table_refused():
 
 
 def test_normalised_release_refused():
-    rel = D.privatize(np.array([4, 6]), LAP, Accountant(), "t", rng=0)
+    rel = D.privatize(np.array([4, 6]), LAP, Accountant(), "t", noise_source=UnsafeNoiseSeed(0))
     normalised = D.Release.from_dict({**rel.to_dict(), "normalised": True})
     with pytest.raises(ValueError, match="normalised or projected"):
         _model_with(10, normalised)
@@ -323,7 +326,7 @@ def test_mixture_mode_nuts_close_to_exact_posterior():
     rng = np.random.default_rng(21)
     n, mech = 300, LaplaceMechanism(scale=2.0, sensitivity=2.0)  # ε = 1
     counts = rng.multinomial(n, [0.3, 0.7])
-    rel = D.privatize(counts, mech, Accountant(), "binomial", rng=rng)
+    rel = D.privatize(counts, mech, Accountant(), "binomial", noise_source=UnsafeNoiseSeed(21))
     with pm.Model() as model:
         theta = pm.Beta("theta", 1.0, 1.0)
         D.NoisyCounts("y", n, pt.stack([theta, 1.0 - theta]), rel, mode="mixture")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -15,6 +16,7 @@ from pymc_rdp.mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
     RandomizedResponse,
+    UnsafeNoiseSeed,
 )
 
 LAP = LaplaceMechanism(scale=3.0, sensitivity=2.0)
@@ -24,7 +26,7 @@ COUNTS = np.array([5, 0, 12, 3])
 
 def test_privatize_charges_once_and_records_the_entry():
     acc = Accountant()
-    rel = D.privatize(COUNTS, LAP, acc, "table", rng=1)
+    rel = D.privatize(COUNTS, LAP, acc, "table", noise_source=UnsafeNoiseSeed(1))
     assert len(acc.ledger) == 1
     entry = acc.ledger[0]
     assert entry.tag == "table" and entry.count == 1 and entry.mechanism == "laplace"
@@ -33,17 +35,17 @@ def test_privatize_charges_once_and_records_the_entry():
     assert rel.mechanism == LAP and rel.tag == "table" and rel.neighbours == "replace-one"
     assert rel.values.shape == (4,) and rel.values.dtype == np.float64
     assert not rel.values.flags.writeable
-    assert rel.total == 20.0
+    assert rel.total is None  # the exact total is private unless declared public
 
 
 def test_noise_has_the_mechanism_distribution():
     acc = Accountant()
-    rng = np.random.default_rng(3)
+    rng = UnsafeNoiseSeed(3)  # one stream per release, reproducible (not private)
     lap = np.concatenate(
-        [D.privatize(COUNTS, LAP, acc, "l", rng=rng).values - COUNTS for _ in range(300)]
+        [D.privatize(COUNTS, LAP, acc, "l", noise_source=rng).values - COUNTS for _ in range(300)]
     )
     gau = np.concatenate(
-        [D.privatize(COUNTS, GAU, acc, "g", rng=rng).values - COUNTS for _ in range(300)]
+        [D.privatize(COUNTS, GAU, acc, "g", noise_source=rng).values - COUNTS for _ in range(300)]
     )
     assert stats.kstest(lap, stats.laplace(scale=3.0).cdf).pvalue > 1e-3
     assert stats.kstest(gau, stats.norm(scale=2.0).cdf).pvalue > 1e-3
@@ -52,19 +54,23 @@ def test_noise_has_the_mechanism_distribution():
 
 def test_over_budget_refused_before_any_noise_is_drawn():
     acc = Accountant.at_order(0.5, 2.0)
-    rng = np.random.default_rng(0)
-    D.privatize(COUNTS, LaplaceMechanism(20.0, 2.0), acc, "cheap", rng=rng)
+    rng = UnsafeNoiseSeed(0)
+    D.privatize(COUNTS, LaplaceMechanism(20.0, 2.0), acc, "cheap", noise_source=rng)
     ledger_before = acc.to_json()
-    rng_before = rng.bit_generator.state
     with pytest.raises(BudgetExceededError):
-        D.privatize(COUNTS, LaplaceMechanism(0.1, 2.0), acc, "expensive", rng=rng)
+        D.privatize(COUNTS, LaplaceMechanism(0.1, 2.0), acc, "expensive", noise_source=rng)
     assert acc.to_json() == ledger_before
-    assert rng.bit_generator.state == rng_before  # nothing was drawn
+    # nothing was drawn: the source's next stream is its second one
+    twin = UnsafeNoiseSeed(0)
+    twin.generator()
+    assert rng.generator().random() == twin.generator().random()
 
 
 def test_clamp_and_round_flags():
     acc = Accountant()
-    rel = D.privatize(COUNTS, LAP, acc, "t", rng=2, clamp="zero", round=True)
+    rel = D.privatize(
+        COUNTS, LAP, acc, "t", noise_source=UnsafeNoiseSeed(2), clamp="zero", round=True
+    )
     assert rel.clamped and rel.rounded
     assert (rel.values >= 0).all() and (rel.values == np.round(rel.values)).all()
     assert not np.signbit(rel.values).any()
@@ -73,14 +79,23 @@ def test_clamp_and_round_flags():
 def test_batch_of_rows_and_add_remove():
     acc = Accountant()
     cpt = np.array([[1, 2, 3], [4, 0, 6]])
-    rel = D.privatize(cpt, LaplaceMechanism(1.0, 1.0), acc, "cpt", rng=0, neighbours="add-remove")
+    rel = D.privatize(
+        cpt,
+        LaplaceMechanism(1.0, 1.0),
+        acc,
+        "cpt",
+        noise_source=UnsafeNoiseSeed(0),
+        neighbours="add-remove",
+    )
     assert rel.values.shape == (2, 3)
     assert rel.neighbours == "add-remove" and rel.total is None  # N is private under add/remove
 
 
 def test_json_round_trip_is_exact_and_never_renoised():
     acc = Accountant()
-    rel = D.privatize(np.array([[2, 5], [7, 1]]), GAU, acc, "rows", rng=4, round=True)
+    rel = D.privatize(
+        np.array([[2, 5], [7, 1]]), GAU, acc, "rows", noise_source=UnsafeNoiseSeed(4), round=True
+    )
     text = rel.to_json()
     back = D.Release.from_json(text)
     assert back == rel
@@ -91,7 +106,7 @@ def test_json_round_trip_is_exact_and_never_renoised():
 
 
 def test_release_from_json_errors():
-    rel = D.privatize(COUNTS, LAP, Accountant(), "t", rng=0)
+    rel = D.privatize(COUNTS, LAP, Accountant(), "t", noise_source=UnsafeNoiseSeed(0))
     d = rel.to_dict()
     with pytest.raises(ValueError, match="not a release"):
         D.Release.from_dict({**d, "format": "other"})
@@ -120,7 +135,7 @@ def test_release_from_json_errors():
 def test_bad_statistic(statistic, exc, match):
     acc = Accountant()
     with pytest.raises(exc, match=match):
-        D.privatize(statistic, LAP, acc, "t", rng=0)
+        D.privatize(statistic, LAP, acc, "t", noise_source=UnsafeNoiseSeed(0))
     assert len(acc.ledger) == 0
 
 
@@ -134,13 +149,19 @@ def test_sensitivities_per_neighbouring_relation():
 def test_mechanism_not_matching_the_table_refused_and_nothing_charged():
     acc = Accountant()
     with pytest.raises(ValueError, match="below the sensitivity 2 of a count table"):
-        D.privatize(COUNTS, LaplaceMechanism(3.0, 1.0), acc, "t", rng=0)
+        D.privatize(COUNTS, LaplaceMechanism(3.0, 1.0), acc, "t", noise_source=UnsafeNoiseSeed(0))
     with pytest.raises(ValueError, match=r"below the sensitivity 1\.41421"):
-        D.privatize(COUNTS, GaussianMechanism(3.0, 1.0), acc, "t", rng=0)
+        D.privatize(COUNTS, GaussianMechanism(3.0, 1.0), acc, "t", noise_source=UnsafeNoiseSeed(0))
     with pytest.raises(TypeError, match="GaussianMechanism or LaplaceMechanism"):
-        D.privatize(COUNTS, RandomizedResponse(0.8), acc, "t", rng=0)
+        D.privatize(COUNTS, RandomizedResponse(0.8), acc, "t", noise_source=UnsafeNoiseSeed(0))
     with pytest.raises(TypeError, match="DirichletRelease"):
-        D.privatize(COUNTS, DirichletMechanism(1.0, 5.0, 2**0.5, 1.0), acc, "t", rng=0)
+        D.privatize(
+            COUNTS,
+            DirichletMechanism(1.0, 5.0, 2**0.5, 1.0),
+            acc,
+            "t",
+            noise_source=UnsafeNoiseSeed(0),
+        )
     assert len(acc.ledger) == 0
 
 
@@ -155,3 +176,95 @@ def test_other_bad_arguments():
     with pytest.raises(ValueError, match="neighbours must be one of"):
         D.privatize(COUNTS, LAP, acc, "t", neighbours="swap")
     assert len(acc.ledger) == 0
+
+
+# ------------------------------------------------------------- issue 11: seeds and totals
+
+
+def test_per_region_releases_do_not_publish_region_sizes():
+    """Issue 11, defect 7: the documented parallel pattern releases one table per region; the
+    release (and its JSON) stored each region's exact size. Run on two neighbouring datasets (one
+    record moved between regions): nothing but the noisy values differs, and no size appears."""
+    regions = {"north": np.array([40, 13, 7]), "south": np.array([22, 9, 31])}
+    moved = {"north": np.array([40, 13, 6]), "south": np.array([22, 9, 32])}
+    docs = []
+    for data in (regions, moved):
+        acc = Accountant()
+        out = {
+            name: D.privatize(t, LAP, acc, f"region/{name}", group="regions", partition=name)
+            for name, t in data.items()
+        }
+        for name, rel in out.items():
+            assert rel.total is None
+            doc = json.loads(rel.to_json())
+            assert doc["total"] is None
+            assert float(data[name].sum()) not in _numbers(doc)
+            docs.append({k: v for k, v in doc.items() if k != "values"})
+        assert acc.declarations == ()
+    assert docs[:2] == docs[2:]
+
+
+def _numbers(doc: dict) -> set[float]:
+    """Every number in a release's JSON except its released values."""
+    found: set[float] = set()
+
+    def walk(x):
+        if isinstance(x, dict):
+            for k, v in x.items():
+                if k not in ("values", "curve"):
+                    walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+        elif isinstance(x, (int, float)) and not isinstance(x, bool):
+            found.add(float(x))
+
+    walk(doc)
+    return found
+
+
+def test_public_total_only_when_declared_and_checked():
+    acc = Accountant()
+    rel = D.privatize(COUNTS, LAP, acc, "t", public_total=20)
+    assert rel.total == 20.0 and json.loads(rel.to_json())["total"] == 20.0
+    assert D.Release.from_json(rel.to_json()).total == 20.0
+    (decl,) = acc.declarations
+    assert decl["kind"] == "public_total" and decl["outside_guarantee"] is False
+    assert "'t'" in decl["detail"] and acc.within_guarantee
+    assert "declared public (public_total)" in acc.report()
+    before = acc.to_json()
+    with pytest.raises(ValueError, match="public_total does not equal the table's total"):
+        D.privatize(COUNTS, LAP, acc, "u", public_total=21)
+    for bad, exc in ((True, TypeError), ("20", TypeError), (-1, ValueError), (2.5, ValueError)):
+        with pytest.raises(exc, match="public_total"):
+            D.privatize(COUNTS, LAP, acc, "u", public_total=bad)
+    assert acc.to_json() == before
+    # a refused (over-budget) release declares nothing
+    tight = Accountant.at_order(1e-3, 2.0)
+    with pytest.raises(BudgetExceededError):
+        D.privatize(COUNTS, LAP, tight, "t", public_total=20)
+    assert tight.declarations == ()
+
+
+@pytest.mark.parametrize("bad", [0, 7, np.int64(7), np.random.default_rng(7), "seed"])
+def test_seeds_and_generators_are_refused_as_noise(bad):
+    """Issue 11, defect 2: an int or a generator never steers privacy noise."""
+    acc = Accountant()
+    with pytest.raises(TypeError, match="noise_source must be None"):
+        D.privatize(COUNTS, LAP, acc, "t", bad)
+    with pytest.raises(TypeError, match="noise_source must be None"):
+        D.privatize(COUNTS, LAP, acc, "t", noise_source=bad)
+    assert len(acc.ledger) == 0
+
+
+def test_default_noise_is_not_reproducible_and_unsafe_noise_is_declared():
+    acc = Accountant()
+    a = D.privatize(COUNTS, GAU, acc, "a").values
+    b = D.privatize(COUNTS, GAU, acc, "b").values
+    assert not np.array_equal(a, b) and acc.within_guarantee
+    c = D.privatize(COUNTS, GAU, acc, "c", UnsafeNoiseSeed(4)).values
+    d = D.privatize(COUNTS, GAU, Accountant(), "d", UnsafeNoiseSeed(4)).values
+    np.testing.assert_array_equal(c, d)
+    assert not acc.within_guarantee
+    assert [x["kind"] for x in acc.declarations] == ["unsafe_noise"]
+    assert "release 'c'" in acc.declarations[0]["detail"]

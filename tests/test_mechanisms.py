@@ -13,10 +13,12 @@ from scipy import integrate, special, stats
 from pymc_rdp import rdp
 from pymc_rdp.mechanisms import (
     CustomCurve,
+    DirichletMechanism,
     GaussianMechanism,
     LaplaceMechanism,
     Mechanism,
     RandomizedResponse,
+    UnsafeNoiseSeed,
     mechanism_from_dict,
 )
 from pymc_rdp.mechanisms.base import registered_mechanisms
@@ -143,18 +145,17 @@ def test_batch_rdp_matches_single_curves(rng):
 @pytest.mark.parametrize("shape", [(), (5,), (3, 4)])
 def test_release_shape_dtype_and_seeding(mech, shape):
     value = np.ones(shape)
-    out = mech.release(value, rng=7)
+    out = mech.release(value, noise_source=UnsafeNoiseSeed(7))
     assert isinstance(out, np.ndarray)
     assert out.shape == shape and out.dtype == np.float64
-    np.testing.assert_array_equal(out, mech.release(value, rng=7))
-    np.testing.assert_array_equal(out, mech.release(value, rng=np.random.default_rng(7)))
-    assert mech.release(value).shape == shape  # rng=None
+    np.testing.assert_array_equal(out, mech.release(value, noise_source=UnsafeNoiseSeed(7)))
+    assert mech.release(value).shape == shape  # noise_source=None: OS entropy
 
 
 def test_gaussian_and_laplace_noise_distribution():
     x = np.full(200_000, 3.0)
-    g = GaussianMechanism(2.0).release(x, rng=1) - 3.0
-    lap = LaplaceMechanism(1.5).release(x, rng=2) - 3.0
+    g = GaussianMechanism(2.0).release(x, noise_source=UnsafeNoiseSeed(1)) - 3.0
+    lap = LaplaceMechanism(1.5).release(x, noise_source=UnsafeNoiseSeed(2)) - 3.0
     assert stats.kstest(g, stats.norm(0, 2.0).cdf).pvalue > 1e-4
     assert stats.kstest(lap, stats.laplace(0, 1.5).cdf).pvalue > 1e-4
 
@@ -162,11 +163,11 @@ def test_gaussian_and_laplace_noise_distribution():
 def test_randomized_response_flip_rate_and_values():
     rr = RandomizedResponse(0.7)
     bits = np.resize([True, False, True], 300_000)
-    out = rr.release(bits, rng=3)
+    out = rr.release(bits, noise_source=UnsafeNoiseSeed(3))
     assert set(np.unique(out)) <= {0.0, 1.0}
     flips = int(np.sum(out != bits))
     assert stats.binomtest(flips, bits.size, 0.3).pvalue > 1e-4
-    out01 = rr.release(np.array([[0, 1], [1, 0]]), rng=3)
+    out01 = rr.release(np.array([[0, 1], [1, 0]]), noise_source=UnsafeNoiseSeed(3))
     assert out01.shape == (2, 2)
 
 
@@ -190,15 +191,24 @@ def test_additive_release_refuses_bad_values(mech):
         mech.release("abc")
 
 
-@pytest.mark.parametrize("bad", ["seed", 1.5, True, np.random.RandomState(0)])
-def test_release_refuses_bad_rng(bad):
-    with pytest.raises(TypeError, match="rng"):
-        GaussianMechanism(1.0).release([0.0], rng=bad)
-
-
-def test_release_refuses_negative_seed():
-    with pytest.raises(ValueError, match="rng"):
-        GaussianMechanism(1.0).release([0.0], rng=-1)
+@pytest.mark.parametrize(
+    "bad", ["seed", 1.5, True, 7, -1, np.random.RandomState(0), np.random.default_rng(7)]
+)
+@pytest.mark.parametrize(
+    "mech",
+    [
+        GaussianMechanism(1.0),
+        LaplaceMechanism(1.0),
+        RandomizedResponse(0.8),
+        DirichletMechanism(1.0, 5.0, 2**0.5, 1.0),
+    ],
+)
+def test_release_refuses_seeds_and_generators(mech, bad):
+    """Privacy noise is never steered by a user seed or generator (defect 2 of issue 11)."""
+    with pytest.raises(TypeError, match="noise_source must be None"):
+        mech.release(np.array([0.0, 1.0]), noise_source=bad)
+    with pytest.raises(TypeError, match="noise_source must be None"):
+        mech.release(np.array([0.0, 1.0]), bad)  # positionally too
 
 
 # ------------------------------------------------------------------ calibration

@@ -19,10 +19,21 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from pymc_rdp import datasets, rdp
 from pymc_rdp.accountant import Accountant, BudgetExceededError
-from pymc_rdp.mechanisms import DirichletMechanism, GaussianMechanism, LaplaceMechanism
+from pymc_rdp.mechanisms import (
+    DirichletMechanism,
+    GaussianMechanism,
+    LaplaceMechanism,
+    UnsafeNoiseSeed,
+)
 from pymc_rdp.models.naive_bayes import NaiveBayes
 
 PRIVATE = ["dirichlet", "gaussian", "laplace"]
+# the public domain of the toy data, and the explicit opt-in to read it from the records
+TOY_DOMAIN = {
+    "categories": {"a": ["x", "y", "z"], "b": [0, 1, 2, 3], "c": ["p", "q"]},
+    "classes": ["no", "yes"],
+}
+FROM_DATA = {"categories": "from-data", "classes": "from-data"}
 MECHANISM_CLASS = {
     "dirichlet": DirichletMechanism,
     "gaussian": GaussianMechanism,
@@ -50,7 +61,9 @@ def _toy(rng: np.random.Generator, n: int = 400) -> tuple[pd.DataFrame, np.ndarr
 
 def test_sklearn_api_basics(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
-    model = NaiveBayes(mechanism="gaussian", epsilon=2.0, random_state=0)
+    model = NaiveBayes(
+        mechanism="gaussian", epsilon=2.0, noise_source=UnsafeNoiseSeed(0), **TOY_DOMAIN
+    )
     assert is_classifier(model)
     params = model.get_params()
     assert params["mechanism"] == "gaussian"
@@ -65,7 +78,8 @@ def test_sklearn_api_basics(rng: np.random.Generator) -> None:
         "smoothing",
         "accountant",
         "categories",
-        "random_state",
+        "classes",
+        "noise_source",
     }
     twin = clone(model)
     assert twin.get_params() == params
@@ -89,18 +103,43 @@ def test_sklearn_api_basics(rng: np.random.Generator) -> None:
 
 @pytest.mark.parametrize("mechanism", ["none", "dirichlet"])
 def test_sklearn_estimator_checks(mechanism: str) -> None:
+    # The checks refit the estimator and its clones hundreds of times. Every private fit is
+    # charged to one shared accountant, so they need an accountant whose budget covers them all
+    # (here: none, an accountant without a limit); it must collect every fit. A private fit
+    # reads the domain from sklearn's probe data only under the explicit opt-in.
+    acc = Accountant() if mechanism != "none" else None
+    kw = {**FROM_DATA, "accountant": acc} if mechanism != "none" else {}
     with warnings.catch_warnings():
         # sklearn's own checks emit SkipTestWarning and cast warnings on their probe data
         warnings.simplefilter("ignore")
-        results = check_estimator(NaiveBayes(mechanism=mechanism, random_state=0), on_fail=None)
-    failed = [r["check_name"] for r in results if r["status"] == "failed"]
-    assert failed == []
+        results = check_estimator(
+            NaiveBayes(mechanism=mechanism, noise_source=UnsafeNoiseSeed(0), **kw), on_fail=None
+        )
+    failed = [r for r in results if r["status"] == "failed"]
+    # the only failures allowed: probe data of real numbers, refused as a domain (binning advice)
+    for r in failed:
+        cause = r["exception"].__cause__ or r["exception"]
+        assert "non-integral numbers and cannot be a domain" in str(cause), r["check_name"]
+    assert len(failed) <= (1 if mechanism != "none" else 0)
     assert sum(r["status"] == "passed" for r in results) > 40
+    if acc is not None:
+        assert sum(e.tag == "naive_bayes/class" for e in acc.ledger) > 40
 
 
 def test_cross_val_score_clones(german: tuple) -> None:
     X_train, _, y_train, _ = german
-    scores = cross_val_score(NaiveBayes(mechanism="dirichlet", random_state=0), X_train, y_train)
+    # five fits on the private data: the accountant must afford five budgets of ε = 1
+    acc = Accountant.at_order(5.0, 5.0)
+    model = NaiveBayes(
+        mechanism="dirichlet",
+        epsilon=1.0,
+        order=5.0,
+        noise_source=UnsafeNoiseSeed(0),
+        accountant=acc,
+        **FROM_DATA,
+    )
+    scores = cross_val_score(model, X_train, y_train)
+    assert sum(e.tag == "naive_bayes/class" for e in acc.ledger) == 5
     assert scores.shape == (5,)
     assert np.all((scores > 0.4) & (scores <= 1.0))
 
@@ -153,7 +192,12 @@ def test_budget_at_order(
 ) -> None:
     X, y = _toy(rng)
     model = NaiveBayes(
-        mechanism=mechanism, epsilon=epsilon, order=5.0, neighbours=neighbours, random_state=1
+        mechanism=mechanism,
+        epsilon=epsilon,
+        order=5.0,
+        neighbours=neighbours,
+        noise_source=UnsafeNoiseSeed(1),
+        **TOY_DOMAIN,
     ).fit(X, y)
     acc = model.accountant_
     spent = float(acc.rdp([5.0])[0])
@@ -183,7 +227,13 @@ def test_budget_at_order(
 def test_budget_epsilon_delta(mechanism: str, epsilon: float, rng: np.random.Generator) -> None:
     X, y = _toy(rng)
     delta = 1e-6
-    model = NaiveBayes(mechanism=mechanism, epsilon=epsilon, delta=delta, random_state=2).fit(X, y)
+    model = NaiveBayes(
+        mechanism=mechanism,
+        epsilon=epsilon,
+        delta=delta,
+        noise_source=UnsafeNoiseSeed(2),
+        **TOY_DOMAIN,
+    ).fit(X, y)
     acc = model.accountant_
     assert acc.epsilon(delta) <= epsilon
     assert acc.epsilon(delta) >= 0.999 * epsilon
@@ -219,7 +269,13 @@ def test_budget_never_exceeded_property(
     X = gen.integers(0, 3, size=(60, n_features))
     y = np.arange(60) % n_classes
     model = NaiveBayes(
-        mechanism=mechanism, epsilon=epsilon, order=order, neighbours=neighbours, random_state=seed
+        mechanism=mechanism,
+        epsilon=epsilon,
+        order=order,
+        neighbours=neighbours,
+        noise_source=UnsafeNoiseSeed(seed),
+        categories=[[0, 1, 2]] * n_features,
+        classes=list(range(n_classes)),
     ).fit(X, y)
     assert float(model.accountant_.rdp([order])[0]) <= epsilon
     assert len(model.accountant_.ledger) == 1 + n_features * n_classes
@@ -230,7 +286,12 @@ def test_budget_never_exceeded_property(
 
 def test_colliding_column_names_get_distinct_groups() -> None:
     X = pd.DataFrame({1: ["a", "b", "a", "b"], "1": ["x", "x", "y", "y"]})
-    model = NaiveBayes(mechanism="laplace", random_state=0).fit(X, [0, 1, 0, 1])
+    model = NaiveBayes(
+        mechanism="laplace",
+        noise_source=UnsafeNoiseSeed(0),
+        categories=[["a", "b"], ["x", "y"]],
+        classes=[0, 1],
+    ).fit(X, [0, 1, 0, 1])
     groups = [e.group for e in model.accountant_.ledger[1:]]
     assert len(set(groups)) == 2
     assert float(model.accountant_.rdp([5.0])[0]) == pytest.approx(1.0, rel=1e-6)
@@ -239,9 +300,10 @@ def test_colliding_column_names_get_distinct_groups() -> None:
 def test_shared_accountant_composes_sequentially(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
     acc = Accountant.at_order(2.0, 5.0)
-    NaiveBayes(mechanism="gaussian", epsilon=0.5, accountant=acc, random_state=0).fit(X, y)
+    kw = {"mechanism": "gaussian", "epsilon": 0.5, "accountant": acc, **TOY_DOMAIN}
+    NaiveBayes(noise_source=UnsafeNoiseSeed(0), **kw).fit(X, y)
     first = float(acc.rdp([5.0])[0])
-    NaiveBayes(mechanism="gaussian", epsilon=0.5, accountant=acc, random_state=1).fit(X, y)
+    NaiveBayes(noise_source=UnsafeNoiseSeed(1), **kw).fit(X, y)
     assert float(acc.rdp([5.0])[0]) == pytest.approx(2 * first, rel=1e-12)
     assert first == pytest.approx(0.5, rel=1e-6)
 
@@ -261,7 +323,13 @@ def test_over_budget_refused_before_any_release(
         return original(self, value, rng)
 
     monkeypatch.setattr(GaussianMechanism, "release", spy)
-    model = NaiveBayes(mechanism="gaussian", epsilon=1.0, accountant=acc, random_state=0)
+    model = NaiveBayes(
+        mechanism="gaussian",
+        epsilon=1.0,
+        accountant=acc,
+        noise_source=UnsafeNoiseSeed(0),
+        **TOY_DOMAIN,
+    )
     with pytest.raises(BudgetExceededError, match="cannot afford"):
         model.fit(X, y)
     assert calls == []
@@ -283,7 +351,13 @@ def test_each_table_charged_before_its_release(
         return original(self, value, rng)
 
     monkeypatch.setattr(cls, "release", spy)
-    NaiveBayes(mechanism=mechanism, epsilon=1.0, accountant=acc, random_state=0).fit(X, y)
+    NaiveBayes(
+        mechanism=mechanism,
+        epsilon=1.0,
+        accountant=acc,
+        noise_source=UnsafeNoiseSeed(0),
+        **TOY_DOMAIN,
+    ).fit(X, y)
     # table 0 (classes) after 1 entry, then each feature table after its 2 row entries
     assert [n for n, _ in seen] == [1, 3, 5, 7]
     # The class table is released from N_j, one count per record (not K x N_j).
@@ -301,7 +375,12 @@ def test_each_table_charged_before_its_release(
 def test_class_sensitivity_in_ledger(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
     for neighbours, expected in (("replace-one", math.sqrt(2.0)), ("add-remove", 1.0)):
-        model = NaiveBayes(mechanism="gaussian", neighbours=neighbours, random_state=0).fit(X, y)
+        model = NaiveBayes(
+            mechanism="gaussian",
+            neighbours=neighbours,
+            noise_source=UnsafeNoiseSeed(0),
+            **TOY_DOMAIN,
+        ).fit(X, y)
         entry = model.accountant_.ledger[0]
         assert entry.tag == "naive_bayes/class"
         assert entry.params["sensitivity"] == expected
@@ -319,9 +398,9 @@ def test_laplace_curve_superadditive_in_sensitivity() -> None:
 
 def test_reproducible(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
-    a = NaiveBayes(mechanism="dirichlet", random_state=7).fit(X, y)
-    b = NaiveBayes(mechanism="dirichlet", random_state=7).fit(X, y)
-    c = NaiveBayes(mechanism="dirichlet", random_state=8).fit(X, y)
+    a = NaiveBayes(mechanism="dirichlet", noise_source=UnsafeNoiseSeed(7), **TOY_DOMAIN).fit(X, y)
+    b = NaiveBayes(mechanism="dirichlet", noise_source=UnsafeNoiseSeed(7), **TOY_DOMAIN).fit(X, y)
+    c = NaiveBayes(mechanism="dirichlet", noise_source=UnsafeNoiseSeed(8), **TOY_DOMAIN).fit(X, y)
     np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
     assert not np.array_equal(a.predict_proba(X), c.predict_proba(X))
 
@@ -339,7 +418,13 @@ def test_dirichlet_beats_gaussian_and_laplace_on_german_credit(
     mean = {}
     for mechanism in PRIVATE:
         ce = [
-            NaiveBayes(mechanism=mechanism, epsilon=epsilon, order=5.0, random_state=seed)
+            NaiveBayes(
+                mechanism=mechanism,
+                epsilon=epsilon,
+                order=5.0,
+                noise_source=UnsafeNoiseSeed(seed),
+                **FROM_DATA,
+            )
             .fit(X_train, y_train)
             .cross_entropy(X_test, y_test)
             for seed in range(4)
@@ -361,7 +446,7 @@ def test_dirichlet_beats_gaussian_and_laplace_on_german_credit(
 @pytest.mark.parametrize("mechanism", ["none", "dirichlet"])
 def test_unseen_and_missing_states_are_left_out(mechanism: str, rng: np.random.Generator) -> None:
     X, y = _toy(rng)
-    model = NaiveBayes(mechanism=mechanism, random_state=3).fit(X, y)
+    model = NaiveBayes(mechanism=mechanism, noise_source=UnsafeNoiseSeed(3), **TOY_DOMAIN).fit(X, y)
     odd = X.iloc[:3].copy().astype(object)
     odd.loc[odd.index[0], "a"] = "never-seen"
     odd.loc[odd.index[1], "a"] = np.nan
@@ -393,13 +478,15 @@ def test_missing_values_in_training_are_skipped(rng: np.random.Generator) -> Non
 def test_explicit_categories(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
     cats = [["x", "y", "z", "w"], [0, 1, 2, 3, 4], ["p", "q"]]
-    model = NaiveBayes(mechanism="laplace", categories=cats, random_state=0).fit(X, y)
+    model = NaiveBayes(
+        mechanism="laplace", categories=cats, classes=["no", "yes"], noise_source=UnsafeNoiseSeed(0)
+    ).fit(X, y)
     assert [len(c) for c in model.categories_] == [4, 5, 2]
     assert model.feature_log_prob_[0].shape == (2, 4)
     with pytest.raises(ValueError, match="categories"):
-        NaiveBayes(categories=cats[:2]).fit(X, y)
+        NaiveBayes(categories=cats[:2], classes=["no", "yes"]).fit(X, y)
     with pytest.raises(ValueError, match="categories"):
-        NaiveBayes(categories="observed").fit(X, y)
+        NaiveBayes(categories="observed", classes=["no", "yes"]).fit(X, y)
 
 
 def test_pandas_categorical_columns_keep_declared_states() -> None:
@@ -418,7 +505,7 @@ def test_pandas_categorical_columns_keep_declared_states() -> None:
 def test_bad_input(rng: np.random.Generator) -> None:
     X, y = _toy(rng)
     with pytest.raises(ValueError, match="one class"):
-        NaiveBayes().fit(X, np.full(len(X), "yes"))
+        NaiveBayes(**FROM_DATA).fit(X, np.full(len(X), "yes"))
     with pytest.raises(ValueError, match="empty"):
         NaiveBayes().fit(X.iloc[:0], y[:0])
     with pytest.raises(ValueError, match="no features"):
@@ -453,7 +540,9 @@ def test_bad_input(rng: np.random.Generator) -> None:
     all_missing = X.astype(object)
     all_missing["a"] = np.nan
     with pytest.raises(ValueError, match="no observed state"):
-        NaiveBayes().fit(all_missing, y)
+        NaiveBayes(**FROM_DATA).fit(all_missing, y)
+    with pytest.raises(ValueError, match="no observed state"):
+        NaiveBayes(mechanism="none").fit(all_missing, y)
 
 
 def test_bad_prediction_input(rng: np.random.Generator) -> None:
@@ -469,3 +558,170 @@ def test_bad_prediction_input(rng: np.random.Generator) -> None:
         model.cross_entropy(X, np.full(len(X), "maybe"))
     # Columns are matched by name, whatever their order.
     np.testing.assert_allclose(model.predict_proba(X[["c", "a", "b"]]), model.predict_proba(X))
+
+
+# ------------------------------------------------------------------------------------------------
+# Declared domains: states and classes are not read from the records
+# ------------------------------------------------------------------------------------------------
+
+
+def _neighbours(rng: np.random.Generator) -> tuple[pd.DataFrame, pd.DataFrame, np.ndarray]:
+    """Replace-one neighbours: D' gives one record of D a value of "a" never seen in D."""
+    X, y = _toy(rng)
+    X2 = X.copy()
+    X2.loc[0, "a"] = "w"
+    return X, X2, y
+
+
+def test_new_feature_value_is_refused_not_published(rng: np.random.Generator) -> None:
+    X, X2, y = _neighbours(rng)
+    # without a declaration a private fit is refused (the old default read the states from X)
+    with pytest.raises(ValueError, match="classes: declare the public class labels"):
+        NaiveBayes(mechanism="dirichlet").fit(X, y)
+    with pytest.raises(ValueError, match="categories: declare the public states"):
+        NaiveBayes(mechanism="dirichlet", classes=["no", "yes"]).fit(X, y)
+    acc = Accountant()
+    model = NaiveBayes(mechanism="dirichlet", accountant=acc, **TOY_DOMAIN).fit(X, y)
+    assert model.releases_["naive_bayes/feature/a"].shape == (2, 3)
+    before = acc.to_json()
+    with pytest.raises(ValueError, match="feature 'a' has values outside its declared"):
+        NaiveBayes(mechanism="dirichlet", accountant=acc, **TOY_DOMAIN).fit(X2, y)
+    assert acc.to_json() == before  # nothing charged
+    assert acc.within_guarantee
+
+
+def test_new_class_label_is_refused(rng: np.random.Generator) -> None:
+    X, y = _toy(rng)
+    y2 = y.copy()
+    y2[0] = "maybe"
+    acc = Accountant()
+    with pytest.raises(ValueError, match="y has labels outside the declared classes"):
+        NaiveBayes(mechanism="laplace", accountant=acc, **TOY_DOMAIN).fit(X, y2)
+    assert len(acc.ledger) == 0
+
+
+def test_from_data_opt_in_is_flagged(rng: np.random.Generator) -> None:
+    X, X2, y = _neighbours(rng)
+    shapes = []
+    for frame in (X, X2):
+        acc = Accountant()
+        model = NaiveBayes(mechanism="dirichlet", accountant=acc, **FROM_DATA).fit(frame, y)
+        shapes.append(model.releases_["naive_bayes/feature/a"].shape)
+        assert not acc.within_guarantee
+        (decl,) = acc.declarations
+        assert decl["kind"] == "states_from_data"
+        assert "a, b, c, y (classes)" in decl["detail"]
+    assert shapes == [(2, 3), (2, 4)]  # what the opt-in publishes: the flag is deserved
+    acc = Accountant()
+    NaiveBayes(mechanism="gaussian", accountant=acc, **TOY_DOMAIN).fit(X, y)
+    assert acc.within_guarantee and acc.declarations == ()
+
+
+def test_declared_unused_states_and_classes_are_zero_counts(rng: np.random.Generator) -> None:
+    X, y = _toy(rng)
+    cats = {"a": ["x", "y", "z", "w"], "b": [0, 1, 2, 3, 4], "c": ["p", "q"]}
+    model = NaiveBayes(mechanism="none", categories=cats, classes=["no", "yes", "perhaps"])
+    model.fit(X, y)
+    assert list(model.classes_) == ["no", "yes", "perhaps"]
+    assert model.feature_log_prob_[0].shape == (3, 4)
+    s = model.smoothing
+    # an unused class: the smoothed zero-count prior and uniform rows
+    assert np.exp(model.class_log_prior_[2]) == pytest.approx(s / (len(y) + 3 * s))
+    np.testing.assert_allclose(np.exp(model.feature_log_prob_[0][2]), 0.25)
+    gauss = NaiveBayes(mechanism="gaussian", categories=cats, classes=["no", "yes", "perhaps"])
+    gauss.fit(X, y)
+    assert gauss.releases_["naive_bayes/class"].shape == (3,)
+    assert gauss.releases_["naive_bayes/feature/b"].shape == (3, 5)
+
+
+def test_float_and_id_features_refused_even_with_opt_in(rng: np.random.Generator) -> None:
+    X, y = _toy(rng)
+    floats = X.assign(b=rng.normal(size=len(X)))
+    with pytest.raises(ValueError, match=r"column 'b' holds non-integral") as info:
+        NaiveBayes(mechanism="dirichlet", **FROM_DATA).fit(floats, y)
+    assert "private_bins" in str(info.value)
+    ids = X.assign(c=[f"patient-{i}" for i in range(len(X))])
+    with pytest.raises(ValueError, match="column 'c'"):
+        NaiveBayes(mechanism="dirichlet", **FROM_DATA).fit(ids, y)
+    # a float array given as numpy (object columns) is recognised too
+    with pytest.raises(ValueError, match="non-integral"):
+        NaiveBayes(mechanism="dirichlet", **FROM_DATA).fit(floats.to_numpy(), y)
+
+
+def test_pandas_categories_are_not_a_declaration() -> None:
+    german = datasets.load_german_credit()
+    y = german.pop("credit_risk")
+    with pytest.raises(ValueError, match="categories: declare"):
+        NaiveBayes(classes=["good", "bad"]).fit(german[["purpose"]], y)
+    # the documented domain, declared
+    public = datasets.german_credit_public()
+    states = public.attrs["states"]
+    model = NaiveBayes(
+        categories={"purpose": states["purpose"], "age": states["age"]},
+        classes=states["credit_risk"],
+    ).fit(public[["purpose", "age"]], public["credit_risk"])
+    assert model.feature_log_prob_[0].shape == (2, 11)
+    assert model.feature_log_prob_[1].shape == (2, 6)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"categories": {"a": ["x"], "zz": [1]}}, ValueError, r"categories: \['zz'\] are not"),
+        ({"categories": {"a": ["x", "y", "z"]}}, ValueError, "no states declared for the feat"),
+        ({"categories": {"a": "xyz", "b": [0], "c": ["p"]}}, TypeError, "must be a list of"),
+        ({"categories": [["x", "x"], [0], ["p"]]}, ValueError, "lists the state 'x' twice"),
+        ({"categories": [[], [0], ["p"]]}, ValueError, r"categories\[0\] has no states"),
+        ({"classes": ["no", "no"]}, ValueError, "lists the state 'no' twice"),
+        ({"classes": "no"}, ValueError, "classes must be None, 'from-data' or a list"),
+        ({"classes": 3}, TypeError, "must be a list of states"),
+    ],
+)
+def test_bad_domain_arguments(rng: np.random.Generator, kwargs, error, match: str) -> None:
+    X, y = _toy(rng)
+    with pytest.raises(error, match=match):
+        NaiveBayes(**{**TOY_DOMAIN, **kwargs}).fit(X, y)
+
+
+# ------------------------------------------------------------------------------------------------
+# Privacy noise never comes from a user seed
+# ------------------------------------------------------------------------------------------------
+
+
+def test_no_random_state_and_seeds_refused_as_noise(rng: np.random.Generator) -> None:
+    X, y = _toy(rng)
+    with pytest.raises(TypeError, match="random_state"):
+        NaiveBayes(mechanism="gaussian", random_state=1)
+    for bad in (1, np.random.default_rng(1)):
+        acc = Accountant()
+        with pytest.raises(TypeError, match="noise_source must be None"):
+            NaiveBayes(mechanism="gaussian", accountant=acc, noise_source=bad, **TOY_DOMAIN).fit(
+                X, y
+            )
+        assert len(acc.ledger) == 0
+    # the default draws fresh OS noise on every fit
+    model = NaiveBayes(mechanism="gaussian", epsilon=1.0, **TOY_DOMAIN)
+    first = model.fit(X, y).releases_["naive_bayes/class"]
+    again = NaiveBayes(mechanism="gaussian", epsilon=1.0, **TOY_DOMAIN).fit(X, y)
+    assert not np.array_equal(first, again.releases_["naive_bayes/class"])
+    assert model.accountant_.within_guarantee
+
+
+def test_unsafe_seed_is_reproducible_unchanged_by_fit_and_declared(
+    rng: np.random.Generator,
+) -> None:
+    X, y = _toy(rng)
+    source = UnsafeNoiseSeed(9)
+    model = NaiveBayes(mechanism="laplace", noise_source=source, **TOY_DOMAIN)
+    a = model.fit(X, y).releases_["naive_bayes/class"]
+    # each fit restarts the seed's stream (a second estimator: a refit would be charged to the
+    # first fit's accountant, whose budget is spent)
+    other = NaiveBayes(mechanism="laplace", noise_source=source, **TOY_DOMAIN)
+    b = other.fit(X, y).releases_["naive_bayes/class"]
+    np.testing.assert_array_equal(a, b)
+    assert model.get_params()["noise_source"] is source
+    assert source.generator().random() == UnsafeNoiseSeed(9).generator().random()  # untouched
+    acc = model.accountant_
+    assert not acc.within_guarantee
+    assert {d["kind"] for d in acc.declarations} == {"unsafe_noise"}
+    assert "NOT PRIVATE" in acc.report()

@@ -12,7 +12,7 @@
 
 from . import likelihoods
 from .data_augmentation import DataAugmentation, sample_augmentation
-from .dirichlet_release import DirichletRelease, DirichletReleaseRV, release
+from .dirichlet_release import DirichletRelease, DirichletReleaseRV, RefusedDrawError, release
 from .ledger import (
     ACCOUNTANT_ATTR,
     LEDGER_ATTR,
@@ -36,6 +36,7 @@ __all__ = [
     "NoisyCounts",
     "NoisyCountsRV",
     "PrivateRandomVariable",
+    "RefusedDrawError",
     "Release",
     "attach_ledger",
     "check_sensitivity",

@@ -9,13 +9,13 @@ for Differentially Private KL Divergence Minimization", Theorem 1) holds for exa
 Charging
 --------
 Each released draw costs the mechanism's curve ε(λ); ``k`` draws cost k·ε(λ) (sequential
-composition, Mironov 2017 Proposition 1). The rows of a CPT compose in parallel: they are charged
-in one accountant *group* with one *partition* per row, so the table costs the maximum over rows.
-Under add/remove neighbours one record touches one row, which is parallel composition proper.
-Under replace-one neighbours a record may move between two rows; each of those rows then sees
-an add/remove change, whose Theorem-1 cost is (λ r² · 1 / 2) ψ′(·) — half of the replace-one
-curve (Δ₂² = 2) at the same Δ∞ — so the two rows together cost at most the replace-one curve of
-one row, which is what the group charges.
+composition, Mironov 2017 Proposition 1). A CPT is charged as ONE ledger entry, a
+:class:`~pymc_rdp.mechanisms.DirichletTableMechanism` whose curve is that of the whole table:
+under add/remove neighbours one record touches one row (the largest row cost); under replace-one
+neighbours a record may also leave one row and join another, which costs a removal in the first
+plus an addition in the second (Rényi divergence adds over the independent rows), so the table
+costs max(maxₐ moveₐ, max_{a≠b} removeₐ + add_b). The curve is recomputed from the entry's
+parameters alone.
 """
 
 from __future__ import annotations
@@ -31,17 +31,81 @@ from pymc.distributions.distribution import Distribution, _support_point
 from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
 from pymc.logprob.abstract import _logprob
 from pymc.pytensorf import normalize_rng_param
-from pytensor.graph.basic import Constant
+from pytensor.graph.basic import Apply, Constant
+from pytensor.graph.op import Op
 from pytensor.tensor.random.utils import normalize_size_param
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
 from ..accountant import Accountant, BudgetExceededError
-from ..mechanisms import DirichletMechanism, mechanism_from_dict
-from ..mechanisms.base import as_generator
+from ..mechanisms import DirichletMechanism, DirichletTableMechanism, mechanism_from_dict
+from ..mechanisms.noise import declare_unsafe_noise, resolve_noise_source
 from .ledger import ACCOUNTANT_ATTR, LEDGER_ATTR, PrivateRandomVariable
 from .release import NEIGHBOURS, check_count_table, check_sensitivity
 
-__all__ = ["DirichletRelease", "DirichletReleaseRV", "release"]
+__all__ = ["DirichletRelease", "DirichletReleaseRV", "RefusedDrawError", "release"]
+
+
+class RefusedDrawError(RuntimeError):
+    """A forward draw of a private node would sample the mechanism from the raw counts."""
+
+
+class RefuseForwardDraw(Op):
+    """Identity on a DirichletRelease's concentration whose evaluation always raises.
+
+    It guards the forward-sampling graph of :class:`DirichletReleaseRV`: ``pm.draw``,
+    ``pm.sample_prior_predictive`` or a posterior predictive that re-draws the node would draw
+    θ̃ ~ Dirichlet(r·counts + α) from the raw counts, a release the accountant never charged.
+    The logp and the support point read the concentration directly, not through this Op.
+    """
+
+    __props__ = ("tag",)
+
+    def __init__(self, tag: str) -> None:
+        self.tag = tag
+
+    def make_node(self, x: Any) -> Apply:
+        x = pt.as_tensor(x)
+        return Apply(self, [x], [x.type()])
+
+    def message(self) -> str:
+        return (
+            f"a forward draw of the DirichletRelease {self.tag!r} (pm.draw, prior or posterior "
+            "predictive sampling) would draw the Dirichlet mechanism from the raw counts "
+            "without charging the accountant; only pymc_rdp.release(model, draws=..., "
+            "accountant=...) draws from raw data (exact draws, charged). Nothing was drawn."
+        )
+
+    def perform(self, node: Any, inputs: Any, output_storage: Any) -> None:
+        raise RefusedDrawError(self.message())
+
+    def do_constant_folding(self, fgraph: Any, node: Any) -> bool:
+        return False
+
+    def infer_shape(self, node: Any, shapes: Any) -> Any:
+        return shapes
+
+
+def _register_numba() -> None:
+    """A compiled refusal for the numba backend (else it falls back to object mode, warning)."""
+    try:
+        from pytensor.link.numba.dispatch.basic import numba_funcify, numba_njit
+    except ImportError:  # pragma: no cover - numba is optional for pytensor
+        return
+
+    @numba_funcify.register(RefuseForwardDraw)
+    def _numba_refuse(op: RefuseForwardDraw, node: Any = None, **kwargs: Any) -> Any:
+        msg = op.message()
+
+        @numba_njit
+        def refuse(x: Any) -> Any:  # pragma: no cover - compiled
+            if x.size >= 0:  # always: the branch only lets numba type the output as x's
+                raise RefusedDrawError(msg)
+            return x
+
+        return refuse
+
+
+_register_numba()
 
 
 class DirichletReleaseRV(PrivateRandomVariable):
@@ -73,9 +137,9 @@ class DirichletReleaseRV(PrivateRandomVariable):
         size = normalize_size_param(size)
         if rv_size_is_none(size):
             size = implicit_size_from_params(counts, concentration, ndims_params=cls.ndims_params)
-        next_rng, theta = pt.random.dirichlet(
-            concentration, size=size, rng=rng, return_next_rng=True
-        )
+        # forward draws are refused: the concentration holds the raw counts
+        guarded = RefuseForwardDraw(str(json.loads(record).get("tag")))(concentration)
+        next_rng, theta = pt.random.dirichlet(guarded, size=size, rng=rng, return_next_rng=True)
         return cls(
             inputs=[rng, size, counts, concentration],
             outputs=[next_rng, theta],
@@ -124,7 +188,10 @@ class DirichletRelease(Distribution):
     -----
     Do not draw from this node with MCMC (``pm.sample``) and publish the draws: use
     :func:`release`, which draws exactly and charges the accountant. :func:`pymc_rdp.sample`
-    refuses models with a free ``DirichletRelease``.
+    refuses models with a free ``DirichletRelease``, and forward draws (``pm.draw``,
+    ``pm.sample_prior_predictive``, a posterior predictive that re-draws the node) raise
+    :class:`RefusedDrawError` before anything is drawn: they would sample the mechanism from the
+    raw counts without a charge.
     """
 
     rv_type = DirichletReleaseRV
@@ -206,44 +273,17 @@ def _constant_value(var: Any, what: str) -> np.ndarray:
     raise ValueError(f"{what} must be a constant or pm.Data, got a computed expression")
 
 
-def _row_mechanism(mech: DirichletMechanism, i: int) -> DirichletMechanism:
-    """The setting of row ``i`` of a mechanism with one setting per row."""
-    if mech.batch_shape == ():
-        return mech
-
-    def pick(a: np.ndarray, per_category: bool) -> Any:
-        nb = a.ndim - (1 if per_category else 0)
-        return a[i] if nb >= 1 and a.shape[0] > 1 else (a[0] if nb >= 1 else a)
-
-    return DirichletMechanism(
-        pick(mech.r, False),
-        pick(mech.alpha, mech.per_category),
-        pick(mech.l2_sensitivity, False),
-        pick(mech.linf_sensitivity, False),
-        analysis=mech.analysis,
-        neighbours=mech.neighbours,
-    )
-
-
 def _charges(nodes: list[dict[str, Any]], draws: int) -> list[dict[str, Any]]:
-    """The accountant calls for every node: one entry, or one partition per row."""
+    """The accountant calls for every node: one entry per node (a CPT as one table release)."""
     calls = []
     for node in nodes:
         mech: DirichletMechanism = node["mechanism"]
-        tag = node["tag"]
-        if node["rows"] is None:
-            calls.append({"mechanism": mech, "count": draws, "tag": tag})
-        else:
-            for i in range(node["rows"]):
-                calls.append(
-                    {
-                        "mechanism": _row_mechanism(mech, i),
-                        "count": draws,
-                        "tag": f"{tag}[{i}]",
-                        "group": tag,
-                        "partition": i,
-                    }
-                )
+        if node["rows"] is not None:
+            # the exact analysis is for the mechanism's own relation (its sensitivities match
+            # it); Theorem 1 only needs the sensitivities to cover the node's relation
+            nb = mech.neighbours if mech.analysis == "exact" else node["neighbours"]
+            mech = DirichletTableMechanism.from_mechanism(mech, node["rows"], neighbours=nb)
+        calls.append({"mechanism": mech, "count": draws, "tag": node["tag"]})
     return calls
 
 
@@ -252,8 +292,9 @@ def release(
     draws: int = 1,
     *,
     accountant: Accountant,
-    random_seed: Any = None,
+    noise_source: Any = None,
     var_names: list[str] | None = None,
+    random_seed: Any = None,
 ) -> Any:
     """Make ``draws`` exact releases of every :class:`DirichletRelease` of a model, charged.
 
@@ -265,9 +306,17 @@ def release(
         Number of released draws k. Each costs the mechanism's curve; k draws cost k·ε(λ).
     accountant : Accountant
         Charged *before* anything is drawn; over budget, nothing is drawn or recorded.
-    random_seed : None, int or numpy.random.Generator
+    noise_source : None or NoiseSource
+        ``None`` (default): randomness from the operating system's entropy.
+        ``pmr.UnsafeNoiseSeed(k)``: reproducible draws, **not private**; the ledger records an
+        ``"unsafe_noise"`` declaration outside the guarantee. An int or a NumPy generator is
+        refused (TypeError).
     var_names : list of str, optional
         Release only these nodes (default: every DirichletRelease of the model).
+    random_seed : None
+        Not accepted: a release involves no MCMC, and its randomness is privacy noise, which a
+        user seed never steers. Any value other than ``None`` raises TypeError (use
+        ``noise_source``).
 
     Returns
     -------
@@ -283,6 +332,13 @@ def release(
     from .ledger import ledger as model_ledger
 
     model = pm.modelcontext(model)
+    if random_seed is not None:
+        raise TypeError(
+            "random_seed is not accepted by release(): the draws are privacy noise and come from "
+            "OS entropy; pass noise_source=pmr.UnsafeNoiseSeed(k) for reproducible, non-private "
+            "draws in tests"
+        )
+    source = resolve_noise_source(noise_source)
     if not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
     if isinstance(draws, (bool, np.bool_)) or not isinstance(draws, (int, np.integer)):
@@ -304,6 +360,7 @@ def release(
                 "rv": rv,
                 "tag": rec["tag"],
                 "rows": rec["rows"],
+                "neighbours": rec["neighbours"],
                 "counts": _constant_value(counts, f"counts of {rv.name!r}"),
                 "mechanism": mechanism_from_dict(rec["mechanism"]),
             }
@@ -319,7 +376,7 @@ def release(
     calls = _charges(nodes, int(draws))
 
     # All or nothing: try the whole plan on a copy first, then charge for real.
-    trial = Accountant.from_json(accountant.to_json())
+    trial = accountant.fork()
     try:
         for call in calls:
             trial.spend(**call)
@@ -330,14 +387,15 @@ def release(
         ) from exc
     for call in calls:
         accountant.spend(**call)
+    for node in nodes:
+        declare_unsafe_noise(accountant, source, f"release {node['tag']!r}")
 
-    gen = as_generator(random_seed)
     data_vars = {}
     dims_of = model.named_vars_to_dims
     coords: dict[str, Any] = {"chain": [0], "draw": np.arange(draws)}
     for node in nodes:
         mech = node["mechanism"]
-        out = np.stack([mech.release(node["counts"], gen) for _ in range(draws)])[None]
+        out = np.stack([mech.release(node["counts"], source) for _ in range(draws)])[None]
         name = node["name"]
         dims = dims_of.get(name)
         if dims is None:

@@ -29,6 +29,7 @@ import numpy as np
 
 from ..accountant import Accountant
 from ..mechanisms import GaussianMechanism, LaplaceMechanism, Mechanism, mechanism_from_dict
+from ..mechanisms.noise import declare_unsafe_noise, resolve_noise_source
 
 __all__ = [
     "NEIGHBOURS",
@@ -119,6 +120,25 @@ def check_count_table(statistic: Any, name: str = "statistic") -> np.ndarray:
     return arr
 
 
+def _check_public_total(public_total: Any, counts: np.ndarray) -> float | None:
+    """``None``, or the declared public total as a float after checking it is the table's."""
+    if public_total is None:
+        return None
+    if isinstance(public_total, (bool, np.bool_)) or not isinstance(
+        public_total, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"public_total must be None or a whole number, got {public_total!r}")
+    value = float(public_total)
+    if not (math.isfinite(value) and value >= 0 and value == np.round(value)):
+        raise ValueError(f"public_total must be a non-negative whole number, got {public_total!r}")
+    if value != float(counts.sum()):
+        raise ValueError(
+            "public_total does not equal the table's total: declare only a total that is "
+            "known outside the data and matches it"
+        )
+    return value
+
+
 def _entry_dict(entry: Any) -> dict[str, Any]:
     if entry is None:
         return {}
@@ -157,7 +177,10 @@ class Release:
         The values were post-processed into proportions; such a release is no longer the
         mechanism's output and :class:`NoisyCounts` refuses it.
     total : float or None
-        The total count when it is public (replace-one neighbours keep the dataset size).
+        The table's total when the caller declared it public (``privatize(...,
+        public_total=N)``, recorded as a ``"public_total"`` declaration in the ledger); ``None``
+        otherwise. The exact total of private records is never published by default, under
+        either relation: released per region, it would be each region's exact size.
     """
 
     values: np.ndarray
@@ -253,13 +276,14 @@ def privatize(
     mechanism: Mechanism,
     accountant: Accountant,
     tag: str,
-    rng: Any = None,
+    noise_source: Any = None,
     *,
     neighbours: str = "replace-one",
     clamp: str | None = None,
     round: bool = False,
     group: Any = None,
     partition: Any = None,
+    public_total: Any = None,
 ) -> Release:
     """Release a count table once with additive noise, charging the accountant first.
 
@@ -274,15 +298,25 @@ def privatize(
         Charged with one use of ``mechanism`` *before* any noise is drawn.
     tag : str
         The label of the release in the ledger.
-    rng : None, int or numpy.random.Generator
-        Source of the noise (``None``: fresh entropy).
+    noise_source : None or NoiseSource
+        ``None`` (default): noise from the operating system's entropy.
+        ``pmr.UnsafeNoiseSeed(k)``: reproducible noise, **not private**; the ledger records an
+        ``"unsafe_noise"`` declaration outside the guarantee. An int seed or a NumPy generator
+        is refused (TypeError): privacy noise is never steered by a user seed.
     neighbours : {"replace-one", "add-remove"}
     clamp : {None, "zero"}
         ``"zero"`` clamps the noisy values at 0 (post-processing; modelled as left-censoring).
     round : bool
         Round the noisy values to integers (post-processing; modelled as interval-censoring).
     group, partition : optional
-        Parallel-composition keys passed to :meth:`Accountant.spend`.
+        Parallel-composition keys passed to :meth:`Accountant.spend`. The partitions of one
+        release share a group that no other release uses: take it from
+        :meth:`Accountant.new_group` (or ``with accountant.parallel(label) as group:``).
+    public_total : int, optional
+        The table's total, declared public by the caller (e.g. a census count known outside
+        the data). It must equal the table's total; it is stored as ``Release.total`` and
+        recorded with ``accountant.declare("public_total", ..., outside_guarantee=False)``.
+        Without it the release carries no total (the analyst uses a released total or a prior).
 
     Returns
     -------
@@ -310,18 +344,23 @@ def privatize(
         raise ValueError(f"clamp must be None or 'zero', got {clamp!r}")
     if not isinstance(round, (bool, np.bool_)):
         raise TypeError(f"round must be a bool, got {round!r}")
-    from ..mechanisms.base import as_generator
-
-    gen = as_generator(rng)
+    source = resolve_noise_source(noise_source)
+    total = _check_public_total(public_total, counts)
     # Charge first: a refusal raises here, before any noise exists.
     entry = accountant.spend(mechanism, count=1, tag=tag, group=group, partition=partition)
-    values = np.asarray(mechanism.release(counts, gen), dtype=np.float64)
+    if total is not None:
+        accountant.declare(
+            "public_total",
+            f"release {tag!r}: its total {total:g} was declared public by the caller",
+            outside_guarantee=False,
+        )
+    declare_unsafe_noise(accountant, source, f"release {tag!r}")
+    values = np.asarray(mechanism.release(counts, source), dtype=np.float64)
     if round:
         values = np.round(values)
     if clamp == "zero":
         values = np.maximum(values, 0.0)
     values = values + 0.0  # no negative zeros in the published table
-    total = float(counts.sum()) if neighbours == "replace-one" else None
     return Release(
         values=values,
         mechanism=mechanism,

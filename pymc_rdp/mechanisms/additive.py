@@ -14,7 +14,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._validation import as_float_array
-from .base import Mechanism, as_generator, check_positive_scalar, resolve_orders
+from .base import Mechanism, check_positive_scalar, resolve_orders
+from .noise import resolve_noise_source
 
 __all__ = ["AdditiveNoiseMechanism"]
 
@@ -67,16 +68,19 @@ class AdditiveNoiseMechanism(Mechanism):
     def params(self) -> dict[str, Any]:
         return {self.noise_parameter: self.noise, "sensitivity": self.sensitivity}
 
-    def release(self, value: Any, rng: Any = None) -> np.ndarray:
+    def release(self, value: Any, noise_source: Any = None) -> np.ndarray:
         """``value`` plus independent noise, element-wise; float64, the same shape as ``value``.
 
         Parameters
         ----------
         value : array_like
             The exact query answer (finite numbers).
-        rng : None, int or numpy.random.Generator
-            Source of randomness.
+        noise_source : None or NoiseSource
+            ``None``: noise from the operating system's entropy. ``UnsafeNoiseSeed(k)``:
+            reproducible and **not private** (tests only). An int or a NumPy generator is
+            refused (TypeError).
         """
+        source = resolve_noise_source(noise_source)
         x = as_float_array(value, "value")
-        noise = self.draw_noise(as_generator(rng), self.noise, x.shape)
+        noise = self.draw_noise(source.generator(), self.noise, x.shape)
         return np.asarray(x + noise, dtype=np.float64)

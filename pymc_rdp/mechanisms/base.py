@@ -38,7 +38,6 @@ from .._validation import as_float_array, check_orders
 
 __all__ = [
     "Mechanism",
-    "as_generator",
     "mechanism_from_dict",
     "register_mechanism",
     "registered_mechanisms",
@@ -102,19 +101,6 @@ def mechanism_from_dict(d: dict[str, Any]) -> Mechanism:
     return cls.from_params(params)
 
 
-def as_generator(rng: Any) -> np.random.Generator:
-    """``None`` -> a fresh generator, an int -> a seeded one, a Generator -> itself."""
-    if rng is None:
-        return np.random.default_rng()
-    if isinstance(rng, np.random.Generator):
-        return rng
-    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
-        if rng < 0:
-            raise ValueError(f"rng must be a non-negative seed, got {rng}")
-        return np.random.default_rng(int(rng))
-    raise TypeError(f"rng must be None, an int seed or a numpy Generator, got {type(rng)!r}")
-
-
 def check_scalar(value: Any, name: str, *, allow_inf: bool = False) -> float:
     """A real scalar as a Python float (NaN refused, infinities unless allowed)."""
     arr = as_float_array(value, name, allow_inf=allow_inf)
@@ -176,8 +162,14 @@ class Mechanism(abc.ABC):
         """The parameters, JSON-serialisable, such that ``type(self)(**params())`` rebuilds it."""
 
     @abc.abstractmethod
-    def release(self, value: Any, rng: Any = None) -> np.ndarray:
-        """Apply the mechanism to ``value`` with randomness from ``rng``."""
+    def release(self, value: Any, noise_source: Any = None) -> np.ndarray:
+        """Apply the mechanism to ``value``.
+
+        ``noise_source`` is ``None`` (noise from the operating system's entropy, the only private
+        choice) or a :class:`~pymc_rdp.mechanisms.noise.NoiseSource` such as
+        ``UnsafeNoiseSeed(k)`` (reproducible, not private). An int seed or a NumPy generator is
+        refused with a TypeError (:func:`~pymc_rdp.mechanisms.noise.resolve_noise_source`).
+        """
 
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> Mechanism:
@@ -363,5 +355,5 @@ class CustomCurve(Mechanism):
             "label": self.label,
         }
 
-    def release(self, value: Any, rng: Any = None) -> np.ndarray:
+    def release(self, value: Any, noise_source: Any = None) -> np.ndarray:
         raise NotImplementedError("CustomCurve records a privacy guarantee and releases nothing")

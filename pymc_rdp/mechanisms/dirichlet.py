@@ -8,7 +8,8 @@ it is (λ, ε(λ))-RDP with (Theorem 1)
     ε(λ) = (λ r² Δ₂² / 2) · ψ′(α − (λ−1) r Δ∞)    where α > (λ−1) r Δ∞,   +∞ otherwise,
 
 ψ′ the trigamma function. For count histograms the exact worst-case divergence is available
-(``analysis="exact"``, see :mod:`pymc_rdp.dirichlet_divergence`).
+(``analysis="exact"``, see :mod:`pymc_rdp.dirichlet_divergence`); a table of rows (a CPT) is
+charged as a whole by :class:`~pymc_rdp.mechanisms.DirichletTableMechanism`.
 
 Shapes
 ------
@@ -31,7 +32,8 @@ from .. import _kernels
 from .. import rdp as _rdp
 from .._validation import as_float_array
 from ..dirichlet_divergence import NEIGHBOURS, exact_histogram_rdp
-from .base import Mechanism, as_generator, resolve_orders
+from .base import Mechanism, resolve_orders
+from .noise import resolve_noise_source
 
 __all__ = ["DirichletMechanism"]
 
@@ -68,7 +70,11 @@ class DirichletMechanism(Mechanism):
     analysis : {"theorem1", "exact"}, default "theorem1"
         The curve reported by :meth:`rdp`: Ponnoprat's Theorem 1, or the exact worst case for
         count histograms (requires Δ₂ = √2·Δ∞ for replace-one, Δ₂ = Δ∞ for add/remove; one record
-        adds Δ∞ to exactly one category). The exact curve is never above Theorem 1.
+        adds Δ∞ to exactly one category). The exact curve is never above Theorem 1. It is the
+        curve of ONE histogram (or of each setting of a batch on its own): for a table of rows
+        (a CPT), where a record may move from one row to another, use
+        :class:`~pymc_rdp.mechanisms.DirichletTableMechanism`, which also charges a removal in
+        one row plus an addition in another.
     neighbours : {"replace-one", "add-remove"}, default "replace-one"
         The neighbour relation of the exact analysis (ignored by Theorem 1, whose relation is
         encoded in the sensitivities).
@@ -242,7 +248,7 @@ class DirichletMechanism(Mechanism):
             ) from exc
         return np.broadcast_to(r * c + alpha, shape)
 
-    def release(self, value: Any, rng: Any = None) -> np.ndarray:
+    def release(self, value: Any, noise_source: Any = None) -> np.ndarray:
         """One exact draw from Dirichlet(r·counts + α) per row of ``counts``.
 
         Gamma variates normalised in log space: for a shape a < 1,
@@ -254,7 +260,10 @@ class DirichletMechanism(Mechanism):
         ----------
         value : array_like
             ``counts``: finite, ≥ 0, shape (K,) or (rows, K) (K categories on the last axis).
-        rng : None, int or numpy.random.Generator
+        noise_source : None or NoiseSource
+            ``None``: randomness from the operating system's entropy. ``UnsafeNoiseSeed(k)``:
+            reproducible and **not private** (tests only). An int or a NumPy generator is
+            refused (TypeError).
 
         Returns
         -------
@@ -262,8 +271,9 @@ class DirichletMechanism(Mechanism):
             Draws on the simplex (rows sum to 1), float64, of the broadcast shape of ``counts``
             with the mechanism's batch shape.
         """
+        source = resolve_noise_source(noise_source)
         conc = self.concentration(value)
-        gen = as_generator(rng)
+        gen = source.generator()
         small = conc < 1.0
         shape = np.where(small, conc + 1.0, conc)
         log_g = np.log(gen.standard_gamma(shape))

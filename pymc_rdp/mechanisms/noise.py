@@ -23,7 +23,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["NoiseSource", "SystemNoise", "UnsafeNoiseSeed", "resolve_noise_source"]
+__all__ = [
+    "NoiseSource",
+    "SystemNoise",
+    "UnsafeNoiseSeed",
+    "declare_unsafe_noise",
+    "resolve_noise_source",
+]
 
 
 class NoiseSource:
@@ -119,4 +125,21 @@ def resolve_noise_source(noise_source: Any, name: str = "noise_source") -> Noise
         f"{name} must be None (noise from OS entropy) or pmr.UnsafeNoiseSeed(seed) for "
         f"reproducible, non-private noise; got {type(noise_source).__name__}. "
         "Privacy noise is never drawn from a user seed or generator."
+    )
+
+
+def declare_unsafe_noise(accountant: Any, source: NoiseSource, what: str) -> None:
+    """Record in ``accountant``'s ledger that ``what`` drew reproducible noise (not private).
+
+    Nothing is recorded for a secure source. The declaration (``kind="unsafe_noise"``,
+    outside the guarantee) travels in the ledger JSON and prints as "OUTSIDE THE GUARANTEE" in
+    :meth:`Accountant.report`; the seed itself is not written.
+    """
+    if source.secure or accountant is None:
+        return
+    accountant.declare(
+        "unsafe_noise",
+        f"{what}: noise drawn from {type(source).__name__}, reproducible by anyone who knows "
+        "the seed: NOT PRIVATE",
+        outside_guarantee=True,
     )

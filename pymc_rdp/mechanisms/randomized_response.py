@@ -20,11 +20,11 @@ from .. import rdp as _rdp
 from .base import (
     CalibrationTarget,
     Mechanism,
-    as_generator,
     check_scalar,
     least_noise,
     resolve_orders,
 )
+from .noise import resolve_noise_source
 
 __all__ = ["RandomizedResponse"]
 
@@ -70,15 +70,17 @@ class RandomizedResponse(Mechanism):
     def params(self) -> dict[str, Any]:
         return {"p": self.p}
 
-    def release(self, value: Any, rng: Any = None) -> np.ndarray:
+    def release(self, value: Any, noise_source: Any = None) -> np.ndarray:
         """Flip each bit of ``value`` with probability 1 − p.
 
         Parameters
         ----------
         value : array_like of bool or of 0/1
             The true bits. Any other value is refused.
-        rng : None, int or numpy.random.Generator
-            Source of randomness.
+        noise_source : None or NoiseSource
+            ``None``: randomness from the operating system's entropy. ``UnsafeNoiseSeed(k)``:
+            reproducible and **not private** (tests only). An int or a NumPy generator is
+            refused (TypeError).
 
         Returns
         -------
@@ -93,7 +95,7 @@ class RandomizedResponse(Mechanism):
             raise TypeError(f"value must be booleans or 0/1 numbers, got {value!r}") from exc
         if not np.all((x == 0.0) | (x == 1.0)):
             raise ValueError("value must contain only booleans or the numbers 0 and 1")
-        gen = as_generator(rng)
+        gen = resolve_noise_source(noise_source).generator()
         flip = gen.random(size=x.shape) < 1.0 - self.p
         return np.asarray(np.where(flip, 1.0 - x, x), dtype=np.float64)
 

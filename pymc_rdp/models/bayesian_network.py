@@ -73,9 +73,19 @@ together with their exact between-table covariance (the linear-query model of
 :mod:`pymc_rdp.models.joint_likelihood`), which removes the approximation at a higher cost per
 gradient.
 
-The record count ``N`` is public under replace-one neighbours and is used as is; under
-add-remove neighbours it is not, and ``N`` is estimated from the releases (the mean of the noisy
-table totals, rounded), which is post-processing and costs nothing.
+The record count ``N`` is computed from the private records and is never used or published
+unless the caller declares it public (``fit(..., public_total=N)``, recorded in the ledger as a
+``"public_total"`` declaration), under either neighbouring relation: with ``--missing drop`` or
+per-region releases it is exactly what a neighbour changes. Otherwise ``N`` is estimated from the
+releases (the mean of the noisy table totals, rounded), which is post-processing and costs
+nothing; the Dirichlet mechanism publishes no total at all.
+
+Noise
+-----
+Privacy noise comes from the operating system's entropy (``noise_source=None``), never from a
+user seed; ``noise_source=pmr.UnsafeNoiseSeed(k)`` gives reproducible, **non-private** releases
+for tests, marked ``"unsafe_noise"`` (outside the guarantee) in the ledger. ``random_seed`` of
+:meth:`BayesianNetwork.sample` steers only the MCMC.
 """
 
 from __future__ import annotations
@@ -88,6 +98,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_positive
+from ..domains import FROM_DATA, check_states, check_within, declare_from_data, states_from_data
 from .bn_structure import (
     NetworkStructure,
     config_labels,
@@ -139,36 +150,53 @@ class BayesianNetwork:
         ``networkx.DiGraph`` with edges parent -> child, or a pgmpy ``DiscreteBayesianNetwork``
         (its CPDs, if any, supply the state names). The order of a node's parents fixes the order
         of its parent configurations (the first parent varies slowest, as in pgmpy).
-    states : dict, optional
-        ``node -> list of states``: the public domain of each node. States never observed are
-        kept as zero counts. Nodes not listed take their states from the data at fit time
-        (sorted distinct values, or a categorical column's categories); that domain is read from
-        the sensitive data and is not covered by the privacy guarantee.
+    states : dict or "from-data", optional
+        ``node -> ordered list of states``: the public domain of each node (a pgmpy model's
+        state names are used for the nodes it covers). States never observed are kept as zero
+        counts, so the released tables' shapes are fixed by the declaration, and a value outside
+        a node's states is refused at fit time (nothing released or charged). Every node needs
+        declared states for a private fit. ``"from-data"`` (for all undeclared nodes, or as the
+        value of one node) is the explicit opt-in to read states from the records
+        (:func:`pymc_rdp.domains.states_from_data`: float, identifier and high-cardinality
+        columns are still refused); the ledger then records ``states_from_data`` as outside the
+        guarantee. ``mechanism="none"`` (no privacy) reads undeclared states from the data.
 
     Raises
     ------
     ValueError
         The structure has a directed cycle (named), a parent that is not a node, or ``states``
-        names an unknown node.
+        names an unknown node, is empty or repeats a state.
+    TypeError
+        ``states`` is not a dict or ``"from-data"``, or a node's states are not a list.
 
     Examples
     --------
     >>> bn = BayesianNetwork({"smoker": [], "cancer": ["smoker"]})  # doctest: +SKIP
-    >>> bn.fit(df, mechanism="dirichlet", epsilon=1.0, order=5.0, random_state=1)  # doctest: +SKIP
+    >>> bn.fit(df, mechanism="dirichlet", epsilon=1.0, order=5.0)  # doctest: +SKIP
     >>> bn.cpts["cancer"]  # doctest: +SKIP
     """
 
-    def __init__(self, structure: Any, states: Mapping[str, Sequence[Hashable]] | None = None):
+    def __init__(
+        self, structure: Any, states: Mapping[str, Sequence[Hashable]] | str | None = None
+    ):
         self.structure: NetworkStructure
         self.structure, model_states = parse_structure(structure)
         given: dict[str, list[Hashable]] = dict(model_states or {})
-        if states is not None:
-            if not isinstance(states, Mapping):
-                raise TypeError(f"states must be a dict node -> states, got {type(states)}")
-            unknown = [k for k in states if k not in self.structure.parents]
+        self._states_from_data = isinstance(states, str) and states == FROM_DATA
+        self._from_data_nodes: set[str] = set()
+        if states is not None and not self._states_from_data:
+            if isinstance(states, str):
+                raise ValueError(f"states must be a dict or {FROM_DATA!r}, got {states!r}")
+            if isinstance(states, Mapping):  # per-node opt-in: {node: "from-data"}
+                opted = {k for k, v in states.items() if isinstance(v, str) and v == FROM_DATA}
+                states = {k: v for k, v in states.items() if k not in opted}
+                self._from_data_nodes = opted
+            given.update(check_states(states, known=list(self.structure.parents)))
+            unknown = sorted(self._from_data_nodes - set(self.structure.parents))
             if unknown:
                 raise ValueError(f"states: {unknown} are not nodes of the structure")
-            given.update({k: list(v) for k, v in states.items()})
+            for v in self._from_data_nodes:
+                given.pop(v, None)
         self._given_states = given
         self._reset()
 
@@ -223,7 +251,7 @@ class BayesianNetwork:
 
     def fit(
         self,
-        df: pd.DataFrame,
+        df: Any,
         mechanism: Literal["dirichlet", "gaussian", "laplace", "none"] = "dirichlet",
         epsilon: float | None = None,
         order: float | None = None,
@@ -232,18 +260,22 @@ class BayesianNetwork:
         accountant: Any = None,
         noise_aware: bool = True,
         alpha0: float = 1.0,
-        random_state: int | np.random.Generator | None = None,
+        noise_source: Any = None,
         likelihood: Literal["auto", "multinomial", "poissonised"] = "auto",
         margins: Literal["free", "network"] = "free",
         noise_model: Literal["per-family", "joint"] = "per-family",
+        public_total: int | None = None,
+        random_state: Any = None,
     ) -> BayesianNetwork:
         """Release every family table privately and build the model.
 
         Parameters
         ----------
-        df : pandas.DataFrame
+        df : data frame
             One record per row, one column per node (other columns are ignored). Missing values
-            are refused with a ValueError: drop or impute them before fitting.
+            are refused with a ValueError: drop or impute them before fitting. A pandas frame is
+            counted in memory; any other frame narwhals supports (Polars, PyArrow, DuckDB,
+            PySpark, Ibis) is counted by its own engine (:func:`pymc_rdp.counting.count_tables`).
         mechanism : {"dirichlet", "gaussian", "laplace", "none"}
             How each family table is released (see the module notes).
         epsilon : float
@@ -255,16 +287,22 @@ class BayesianNetwork:
         neighbours : {"replace-one", "add-remove"}
             The neighbouring relation, which fixes the sensitivities of a table.
         accountant : Accountant, optional
-            Charged with every release. Default: a new accountant with the budget
-            (``Accountant.at_order(epsilon, order)`` or ``Accountant((epsilon, delta))``).
+            Charged with every release. Default: the accountant of this network's previous
+            private fit (refits of the same data are releases too, and averaging them defeats
+            the noise), else a new accountant with the budget (``Accountant.at_order(epsilon,
+            order)`` or ``Accountant((epsilon, delta))``), kept for later refits. A refit with
+            the whole budget again is therefore refused.
         noise_aware : bool
             Gaussian/Laplace only: model the noise (True) or use the naive clip-and-normalise
             CPTs (False).
         alpha0 : float
             Prior concentration of every CPT row (``Dirichlet(alpha0)``) and the Dirichlet
             mechanism's base concentration.
-        random_state : int or numpy.random.Generator, optional
-            Source of all the noise.
+        noise_source : None or NoiseSource
+            ``None`` (default): all privacy noise from the operating system's entropy.
+            ``pmr.UnsafeNoiseSeed(k)``: reproducible, **non-private** releases for tests (the
+            ledger records an ``"unsafe_noise"`` declaration outside the guarantee). An int or a
+            NumPy generator is refused (TypeError).
         likelihood : {"auto", "multinomial", "poissonised"}
             Noise-aware models only: how a family table's latent counts are marginalised.
             ``"multinomial"``: ``Multinomial(N, p_v)`` with :class:`NoisyCounts`' default mode
@@ -293,6 +331,15 @@ class BayesianNetwork:
             its latent scale mixture). Calibrated where the per-family model is not, and one to
             three orders of magnitude slower per gradient on networks the size of alarm (see
             ``docs/calibration.md``).
+        public_total : int, optional
+            The number of records, declared public by the caller (known outside the data). It
+            must equal ``len(df)``; it is recorded in the ledger (``"public_total"``), stored as
+            :attr:`n_records` and used as the models' ``N``. Default: ``N`` is not published and
+            the noise-aware models use the mean of the released table totals.
+        random_state : None
+            No longer accepted: ``fit`` runs no MCMC and its randomness is privacy noise, which a
+            user seed never steers. Any value other than ``None`` raises TypeError; use
+            ``noise_source`` here and ``sample(random_seed=...)`` for the MCMC.
 
         Returns
         -------
@@ -307,6 +354,16 @@ class BayesianNetwork:
         BudgetExceededError
             The fit does not fit into ``accountant``'s remaining budget; nothing was released.
         """
+        if random_state is not None:
+            raise TypeError(
+                "random_state is not accepted by fit(): privacy noise comes from OS entropy and "
+                "is never steered by a user seed. Use noise_source=pmr.UnsafeNoiseSeed(k) for "
+                "reproducible, non-private releases in tests, and sample(random_seed=...) for "
+                "the MCMC"
+            )
+        from ..mechanisms.noise import declare_unsafe_noise, resolve_noise_source
+
+        source = resolve_noise_source(noise_source)
         if mechanism not in _MECHANISMS:
             raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {mechanism!r}")
         if neighbours not in _NEIGHBOURS:
@@ -327,16 +384,29 @@ class BayesianNetwork:
         else:
             epsilon, order, delta = _check_budget(epsilon, order, delta)
 
-        sub = validate_frame(df, self.nodes)
-        states = infer_states(sub, self.nodes, self._given_states)
-        codes = encode_frame(sub, states)
-        cards = {v: len(states[v]) for v in self.nodes}
-        tables = {v: family_table(codes, v, self.structure.parents[v], cards) for v in self.nodes}
-        rng = np.random.default_rng(random_state)
+        if isinstance(df, pd.DataFrame):
+            sub = validate_frame(df, self.nodes)
+            states, from_data = self._domain(sub, mechanism)
+            check_within(sub, states)
+            codes = encode_frame(sub, states)
+            cards = {v: len(states[v]) for v in self.nodes}
+            tables = {
+                v: family_table(codes, v, self.structure.parents[v], cards) for v in self.nodes
+            }
+            n_records = len(sub)
+        else:  # Polars, DuckDB, Spark...: counted by the frame's own engine
+            from_data = self._undeclared(mechanism)
+            states, tables = _count_on_engine(df, self.structure, self._given_states)
+            cards = {v: len(states[v]) for v in self.nodes}
+            n_records = int(tables[self.nodes[0]].sum())
+        n_public = _check_public_total(public_total, n_records)
 
         acc = mech = None
         if mechanism != "none":
+            if accountant is None:  # a refit charges the accountant of the previous fit
+                accountant = self.__dict__.get("_last_accountant")
             acc = _make_accountant(accountant, epsilon, order, delta)
+            self._last_accountant = acc
             mech = self._calibrate(mechanism, neighbours, epsilon, order, delta, alpha0, acc)
             n_fam = self.structure.n_families
             from ..accountant import BudgetExceededError
@@ -344,8 +414,10 @@ class BayesianNetwork:
             if not acc.can_spend(mech, count=n_fam):
                 raise BudgetExceededError(
                     f"the {n_fam} family releases ({mech!r} each) do not fit into the "
-                    "accountant's remaining budget; nothing was released"
+                    "accountant's remaining budget (without accountant=, a refit is charged to "
+                    "the accountant of the previous fit); nothing was released"
                 )
+            declare_from_data(acc, from_data, "BayesianNetwork.fit")
 
         self._reset()
         self.mechanism = mechanism
@@ -354,7 +426,8 @@ class BayesianNetwork:
         self.noise_model = noise_model if self.noise_aware else None
         self.states = states
         self.cards = cards
-        self.n_records = len(sub) if neighbours == "replace-one" else None
+        # N leaves the curator only when declared public (or without privacy)
+        self.n_records = n_records if mechanism == "none" else n_public
         self.alpha0 = alpha0
 
         if mechanism == "none":
@@ -373,13 +446,23 @@ class BayesianNetwork:
             released = {}
             for v in self.nodes:
                 acc.spend(mech, tag=f"bn:{v}")  # charge first, then draw
-                released[v] = np.asarray(mech.release(tables[v], rng), dtype=np.float64)
+                declare_unsafe_noise(acc, source, f"release 'bn:{v}'")
+                released[v] = np.asarray(mech.release(tables[v], source), dtype=np.float64)
+            if n_public is not None:
+                acc.declare(
+                    "public_total",
+                    f"the number of records N = {n_public} of the fit was declared public by "
+                    "the caller",
+                    outside_guarantee=False,
+                )
             self.releases = released
             self._point_cpts = {v: _normalise(released[v]) for v in self.nodes}
             self.model = self._build_point_model(self._point_cpts)
         else:
             self.releases = {
-                v: _privatize(tables[v].reshape(-1), mech, acc, f"bn:{v}", rng, neighbours)
+                v: _privatize(
+                    tables[v].reshape(-1), mech, acc, f"bn:{v}", source, neighbours, n_public
+                )
                 for v in self.nodes
             }
             if self.n_records is None:
@@ -399,6 +482,29 @@ class BayesianNetwork:
                 self.model = self._build_point_model(self._point_cpts)
         self._fitted = True
         return self
+
+    def _domain(self, sub: pd.DataFrame, mechanism: str) -> tuple[dict, list[str]]:
+        """The states of every node and the nodes whose states were read from the data."""
+        if mechanism == "none":  # no privacy: undeclared states come from the data
+            return infer_states(sub, self.nodes, self._given_states), []
+        missing = self._undeclared(mechanism)
+        read = states_from_data(sub, missing)
+        return {v: self._given_states.get(v) or read[v] for v in self.nodes}, missing
+
+    def _undeclared(self, mechanism: str) -> list[str]:
+        """The nodes without declared states; refused unless opted in (or no privacy)."""
+        missing = [v for v in self.nodes if v not in self._given_states]
+        if mechanism == "none":
+            return []
+        refused = [v for v in missing if v not in self._from_data_nodes]
+        if refused and not self._states_from_data:
+            raise ValueError(
+                f"states: no declared states for the node(s) {refused}. Pass "
+                "states={node: [states, ...]} (the public domain; bin numeric columns with "
+                "public cut points or pmr.private_bins), or states='from-data' to read them "
+                "from the records, which the ledger flags as outside the privacy guarantee"
+            )
+        return missing
 
     # ----------------------------------------------------------- calibration
 
@@ -780,11 +886,60 @@ def _least(meets: Any, start: float) -> float:
 
 
 def _privatize(
-    statistic: np.ndarray, mech: Any, acc: Any, tag: str, rng: Any, neighbours: str
+    statistic: np.ndarray,
+    mech: Any,
+    acc: Any,
+    tag: str,
+    noise_source: Any,
+    neighbours: str,
+    public_total: int | None = None,
 ) -> Any:
     from ..distributions import privatize
 
-    return privatize(statistic, mech, acc, tag, rng, neighbours=neighbours)
+    return privatize(
+        statistic, mech, acc, tag, noise_source, neighbours=neighbours, public_total=public_total
+    )
+
+
+def _check_public_total(public_total: Any, n: int) -> int | None:
+    """``None``, or the caller's public number of records after checking it is ``len(df)``."""
+    if public_total is None:
+        return None
+    if isinstance(public_total, (bool, np.bool_)) or not isinstance(
+        public_total, (int, np.integer)
+    ):
+        raise TypeError(f"public_total must be None or an int, got {public_total!r}")
+    if int(public_total) != n:
+        raise ValueError(
+            "public_total does not equal the number of records of df: declare only a total "
+            "that is known outside the data and matches it"
+        )
+    return int(public_total)
+
+
+def _count_on_engine(
+    df: Any, structure: NetworkStructure, given: Mapping[str, Sequence[Hashable]]
+) -> tuple[dict[str, list[Hashable]], dict[str, np.ndarray]]:
+    """States and family tables of a non-pandas frame (:func:`pymc_rdp.counting.count_tables`).
+
+    Nodes without given states take them from the data (:func:`pymc_rdp.counting.infer_states`),
+    which the guarantee does not cover. An empty frame is refused as in the pandas path.
+    """
+    from ..counting import count_tables
+    from ..counting import infer_states as engine_states
+
+    states = {v: list(given[v]) for v in structure.order if v in given}
+    unknown = [v for v in structure.order if v not in states]
+    if unknown:
+        states.update(engine_states(df, unknown, name="df"))
+        empty = [v for v in unknown if not states[v]]
+        if empty:
+            raise ValueError(f"df has no values in column(s) {empty}: no records, or all missing")
+    states = {v: states[v] for v in structure.order}
+    tables = count_tables(df, structure.parents, states, name="df")
+    if int(tables[structure.order[0]].sum()) == 0:
+        raise ValueError("df is empty: it has no records")
+    return states, tables
 
 
 def _release_values(release: Any) -> np.ndarray:

@@ -779,7 +779,7 @@ def build_joint_model(
         noise, or an array with ``noise`` and ``scale``), each of shape (configurations, states)
         or flattened row-major.
     n : float, "released" or None
-        The number of records. A number: known (public under replace-one neighbours). The
+        The number of records. A number: known (declared public by the curator). The
         string ``"released"``: the mean of the released family totals, a plug-in estimate (post-
         processing, no privacy cost). ``None``: a latent ``n_records ~ LogNormal(log n̂,
         n_prior_sigma)`` centred on that estimate, a continuous relaxation of the integer count
@@ -893,9 +893,9 @@ def joint_model_from_network(
     """The joint model of a :class:`pymc_rdp.BayesianNetwork` fitted with Gaussian/Laplace noise.
 
     Uses the network's releases, states, prior concentration and (``n="fitted"``) its record
-    count (the public ``N`` under replace-one neighbours, else the network's estimate from the
-    releases). The CPT variables have the same names and dims as the network's own model, so
-    ``network.cpt_draws(idata, node)`` reads draws of this model too.
+    count (``N`` when the curator declared it public with ``fit(..., public_total=N)``, else the
+    network's estimate from the releases). The CPT variables have the same names and dims as the
+    network's own model, so ``network.cpt_draws(idata, node)`` reads draws of this model too.
     """
     if getattr(network, "mechanism", None) not in ("gaussian", "laplace"):
         raise ValueError("network must be fitted with mechanism='gaussian' or 'laplace'")

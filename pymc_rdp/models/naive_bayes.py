@@ -33,7 +33,7 @@ replace-one change in one row (equal for the Gaussian and Dirichlet bounds, whic
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -46,12 +46,14 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .. import rdp as _rdp
 from ..accountant import Accountant, BudgetExceededError
+from ..domains import FROM_DATA, check_states, declare_from_data, states_from_data
 from ..mechanisms import (
     DirichletMechanism,
     GaussianMechanism,
     LaplaceMechanism,
     Mechanism,
 )
+from ..mechanisms.noise import UnsafeNoiseSeed, declare_unsafe_noise, resolve_noise_source
 
 __all__ = ["NaiveBayes"]
 
@@ -105,6 +107,27 @@ def _log_bisect(feasible: Callable[[float], bool], start: float, feasible_above:
     return good
 
 
+class _AccountantHandle:
+    """A box, shared by an estimator and its clones, for the accountant of their fits."""
+
+    __slots__ = ("accountant",)
+
+    def __init__(self) -> None:
+        self.accountant: Accountant | None = None
+
+    def __copy__(self) -> _AccountantHandle:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _AccountantHandle:
+        return self
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"accountant": self.accountant}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.accountant = state["accountant"]
+
+
 class NaiveBayes(ClassifierMixin, BaseEstimator):
     r"""Differentially private categorical naive Bayes (scikit-learn estimator).
 
@@ -134,21 +157,40 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
     smoothing : float
         Additive smoothing > 0 of ``mechanism="none"``.
     accountant : Accountant, optional
-        Accountant charged by :meth:`fit`. Default: a new accountant whose budget is exactly the
-        requested one (``Accountant.at_order(epsilon, order)`` or ``Accountant((epsilon,
-        delta))``). A given accountant is charged in place and keeps its own budget.
-    categories : "auto" or sequence of sequences
-        States of each feature. ``"auto"`` uses the declared categories of pandas categorical
-        columns and the observed values of other columns. The set of states is not protected by
-        the mechanism; pass them explicitly (public knowledge) for a guarantee that also covers
-        which states occur.
-    random_state : None, int or numpy.random.Generator
-        Source of randomness of the releases.
+        Accountant charged by :meth:`fit`; a given accountant is charged in place and keeps its
+        own budget, and the clones of the estimator (``sklearn.base.clone``, hence
+        ``cross_val_score`` and ``GridSearchCV``) charge the same one. Default: the first fit
+        creates an accountant whose budget is exactly the requested one
+        (``Accountant.at_order(epsilon, order)`` or ``Accountant((epsilon, delta))``), and
+        every later fit of this estimator and of its clones (made before or after that fit) is
+        charged to it: a refit with the whole budget again is refused. For several fits give an
+        accountant whose budget covers them all. A pickled estimator carries a copy of its
+        accountant: fits in other processes (``n_jobs`` > 1) charge their copy only.
+    categories : None, "from-data", sequence of sequences or dict
+        The public states of each feature: one list per feature (in column order) or a dict
+        column -> list. States never observed get zero counts, so the released tables' shapes
+        are fixed by the declaration; a value outside its feature's states is refused at fit time
+        (nothing released or charged). ``"from-data"`` is the explicit opt-in to read them from
+        the records (a categorical column's categories, else its sorted distinct values; float,
+        identifier and high-cardinality columns are still refused): the accountant then records
+        ``states_from_data`` as outside the guarantee. ``None`` (default): required for a
+        private mechanism; ``mechanism="none"`` (no privacy) reads the states from the data.
+    classes : None, "from-data" or sequence
+        The public class labels, in order (``classes_``), like ``categories``: a declared label
+        never observed gets zero counts, a label outside them is refused.
+    noise_source : None or NoiseSource
+        ``None`` (default): the releases' noise comes from the operating system's entropy.
+        ``pmr.UnsafeNoiseSeed(k)``: reproducible, **non-private** releases for tests (the ledger
+        records an ``"unsafe_noise"`` declaration outside the guarantee). An int or a NumPy
+        generator is refused (TypeError) at :meth:`fit`. Every fit starts the seed's stream
+        afresh. There is no ``random_state``: a fit runs no MCMC, and privacy noise is never
+        steered by a user seed.
 
     Attributes
     ----------
     classes_ : ndarray
-        Class labels (sorted). Like the feature states, they are taken from ``y``.
+        Class labels: the declared ``classes`` in their order, or (``"from-data"`` and
+        ``mechanism="none"``) the sorted labels of ``y``.
     categories_ : list of ndarray
         States of each feature.
     class_log_prior_ : ndarray, shape (n_classes,)
@@ -189,8 +231,9 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         alpha0: float = 1.0,
         smoothing: float = 0.1,
         accountant: Accountant | None = None,
-        categories: str | Sequence[Sequence[Any]] = "auto",
-        random_state: int | np.random.Generator | None = None,
+        categories: str | Sequence[Sequence[Any]] | Mapping[Any, Sequence[Any]] | None = None,
+        classes: str | Sequence[Any] | None = None,
+        noise_source: Any = None,
     ) -> None:
         self.mechanism = mechanism
         self.epsilon = epsilon
@@ -201,7 +244,8 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         self.smoothing = smoothing
         self.accountant = accountant
         self.categories = categories
-        self.random_state = random_state
+        self.classes = classes
+        self.noise_source = noise_source
 
     # ------------------------------------------------------------------------------- checks
 
@@ -224,6 +268,10 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
             self._delta = delta
         self._alpha0 = _positive_scalar(self.alpha0, "alpha0")
         self._smoothing = _positive_scalar(self.smoothing, "smoothing")
+        noise = resolve_noise_source(self.noise_source)
+        # a fresh stream per fit, so that fitting never changes the parameter (scikit-learn's
+        # convention for seeds) and refits with the same UnsafeNoiseSeed repeat the same noise
+        self._noise = UnsafeNoiseSeed(noise.seed) if isinstance(noise, UnsafeNoiseSeed) else noise
         if self.accountant is not None and not isinstance(self.accountant, Accountant):
             raise TypeError(
                 f"accountant must be None or an Accountant, got {type(self.accountant)!r}"
@@ -231,6 +279,9 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
 
     @staticmethod
     def _as_frame(X: Any) -> pd.DataFrame:
+        if isinstance(X, pd.DataFrame):
+            return X
+        X = _eager_to_pandas(X)
         if isinstance(X, pd.DataFrame):
             return X
         if isinstance(X, (str, bytes)) or X is None:
@@ -307,7 +358,7 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
                 f"Unknown label type: {target_type}; y must hold class labels (a continuous "
                 "target is not a classification target)"
             )
-        classes, y_codes = np.unique(y_arr, return_inverse=True)
+        classes, y_codes, classes_from_data = self._fit_classes(y_arr)
         if classes.size < 2:
             raise ValueError(
                 f"y has one class only ({classes[0]!r}); at least two classes are needed"
@@ -321,8 +372,17 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.n_features_in_ = k
-        self.categories_ = self._fit_categories(frame)
+        self.categories_, features_from_data = self._fit_categories(frame)
         codes = [self._encode(frame.iloc[:, i], self.categories_[i]) for i in range(k)]
+        for i in range(k):
+            outside = (codes[i] < 0) & ~pd.isna(frame.iloc[:, i].to_numpy(dtype=object))
+            if outside.any():
+                raise ValueError(
+                    f"X: feature {columns[i]!r} has values outside its declared categories "
+                    f"{list(self.categories_[i])[:20]}. Nothing was released or charged. Declare "
+                    "the feature's full public domain, or map or remove those values with a "
+                    "public rule before fitting."
+                )
 
         class_counts = np.bincount(y_codes, minlength=n_classes).astype(np.float64)
         tables = []
@@ -352,10 +412,13 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
 
         accountant = self.accountant
         if accountant is None:
-            if self._delta is None:
-                accountant = Accountant.at_order(self._epsilon, self._order)
-            else:
-                accountant = Accountant(budget=(self._epsilon, self._delta))
+            handle = self._accountant_handle()
+            if handle.accountant is None:
+                if self._delta is None:
+                    handle.accountant = Accountant.at_order(self._epsilon, self._order)
+                else:
+                    handle.accountant = Accountant(budget=(self._epsilon, self._delta))
+            accountant = handle.accountant
         self.accountant_ = accountant
         mech = self._calibrate(k + 1, accountant.orders)
         self.mechanism_ = mech
@@ -364,16 +427,30 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         partitions = [str(c) for c in classes]
         if len(set(partitions)) != n_classes:
             partitions = list(range(n_classes))
+        # Every feature table of this fit is its own parallel group: partitions (class labels)
+        # of two fits must never merge.
+        groups = [None] + [accountant.new_group(t) for t in tags[1:]]
         # Check the whole fit against the budget before anything is charged or released.
-        trial = Accountant.from_json(accountant.to_json())
+        trial = accountant.fork()
         try:
-            self._charge(trial, mech, tags, partitions)
+            self._charge(trial, mech, tags, groups, partitions)
         except BudgetExceededError as exc:
+            own = (
+                ""
+                if self.accountant is not None
+                else " (without accountant=, every fit of this estimator and of its clones is "
+                "charged to the accountant created at the first fit; pass accountant= with a "
+                "budget for all the fits)"
+            )
             raise BudgetExceededError(
-                f"the accountant cannot afford this fit of {k + 1} tables: {exc}"
+                f"the accountant cannot afford this fit of {k + 1} tables{own}: {exc}"
             ) from exc
+        read = [str(columns[i]) for i in features_from_data]
+        declare_from_data(
+            accountant, read + (["y (classes)"] if classes_from_data else []), "NaiveBayes.fit"
+        )
 
-        rng = np.random.default_rng(self.random_state)
+        source = self._noise
         released = []
         for t, (tag, table) in enumerate(zip(tags, [class_counts, *tables], strict=True)):
             # charge first, then draw the noise
@@ -381,9 +458,14 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
                 accountant.spend(mech, tag=tag)
             else:
                 accountant.spend_batch(
-                    [mech] * n_classes, tags=[tag] * n_classes, group=tag, partitions=partitions
+                    [mech] * n_classes,
+                    tags=[tag] * n_classes,
+                    group=groups[t],
+                    partitions=partitions,
                 )
-            out = np.asarray(mech.release(table, rng), dtype=np.float64)
+                accountant.close_group(groups[t])
+            declare_unsafe_noise(accountant, source, f"release {tag!r}")
+            out = np.asarray(mech.release(table, source), dtype=np.float64)
             self.releases_[tag] = out
             released.append(self._to_probabilities(out))
         self.class_log_prior_ = np.log(released[0])
@@ -391,16 +473,40 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         return self
 
     def _charge(
-        self, accountant: Accountant, mech: Mechanism, tags: list[str], partitions: list[Any]
+        self,
+        accountant: Accountant,
+        mech: Mechanism,
+        tags: list[str],
+        groups: list[Any],
+        partitions: list[Any],
     ) -> None:
         accountant.spend(mech, tag=tags[0])
-        for tag in tags[1:]:
+        for tag, group in zip(tags[1:], groups[1:], strict=True):
             accountant.spend_batch(
                 [mech] * len(partitions),
                 tags=[tag] * len(partitions),
-                group=tag,
+                group=group,
                 partitions=partitions,
             )
+
+    # ------------------------------------------------------------- the shared accountant
+
+    def _accountant_handle(self) -> _AccountantHandle:
+        """The box holding the accountant of fits without ``accountant=`` (made on first use)."""
+        handle = self.__dict__.get("_shared_accountant")
+        if handle is None:
+            handle = self._shared_accountant = _AccountantHandle()
+        return handle
+
+    def __sklearn_clone__(self) -> NaiveBayes:
+        # scikit-learn's clone rebuilds the estimator from its constructor parameters, which
+        # must stay unmodified. An explicit accountant survives that (an Accountant's deepcopy
+        # is the accountant itself). Without one, the clone receives this estimator's handle, so
+        # that the fits of the clones made by cross_val_score or GridSearchCV are all charged to
+        # one accountant, created by the first of them.
+        new = super().__sklearn_clone__()
+        new._shared_accountant = self._accountant_handle()
+        return new
 
     def _to_probabilities(self, released: np.ndarray) -> np.ndarray:
         if self.mechanism == "dirichlet":
@@ -446,18 +552,56 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------------- categories
 
-    def _fit_categories(self, frame: pd.DataFrame) -> list[np.ndarray]:
+    def _private(self) -> bool:
+        return self.mechanism != "none"
+
+    def _fit_classes(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(classes_, class index of every record, whether the labels were read from y)."""
+        spec = self.classes
+        if spec is None and self._private():
+            raise ValueError(
+                "classes: declare the public class labels (classes=[...]) for a private fit, or "
+                "pass classes='from-data' to read them from y (outside the privacy guarantee, "
+                "flagged in the ledger)"
+            )
+        if spec is None or (isinstance(spec, str) and spec == FROM_DATA):
+            classes, codes = np.unique(y, return_inverse=True)
+            if self._private():
+                states_from_data(pd.DataFrame({"y": y}), ["y"], name="y")
+            return classes, codes, self._private()
+        if isinstance(spec, str):
+            raise ValueError(
+                f"classes must be None, {FROM_DATA!r} or a list of labels, got {spec!r}"
+            )
+        labels = check_states({"classes": spec}, name="NaiveBayes")["classes"]
+        classes = np.asarray(labels)
+        codes = pd.Index(labels, dtype=object).get_indexer(y.astype(object))
+        if (codes < 0).any():
+            raise ValueError(
+                f"y has labels outside the declared classes {labels[:20]}. Nothing was released "
+                "or charged. Declare every public label, or remove those records before fitting."
+            )
+        return classes, codes.astype(np.int64), False
+
+    def _fit_categories(self, frame: pd.DataFrame) -> tuple[list[np.ndarray], list[int]]:
+        """The states of every feature and the positions of the features read from the data."""
         k = frame.shape[1]
-        if isinstance(self.categories, str):
-            if self.categories != "auto":
-                raise ValueError(
-                    f"categories must be 'auto' or one list of states per feature, "
-                    f"got {self.categories!r}"
-                )
+        spec = self.categories
+        if spec is None and self._private():
+            raise ValueError(
+                "categories: declare the public states of every feature for a private fit (one "
+                "list per feature, or a dict column -> states; bin numeric features with public "
+                "cut points or pmr.private_bins), or pass categories='from-data' to read them "
+                "from X (outside the privacy guarantee, flagged in the ledger)"
+            )
+        if spec is None or (isinstance(spec, str) and spec == FROM_DATA):
             out = []
             for i in range(k):
                 col = frame.iloc[:, i]
-                if isinstance(col.dtype, pd.CategoricalDtype):
+                if self._private():
+                    name = frame.columns[i]
+                    states = states_from_data(frame.iloc[:, [i]], [name], name="X")[name]
+                elif isinstance(col.dtype, pd.CategoricalDtype):
                     states = list(col.cat.categories)
                 else:
                     states = list(pd.unique(col.dropna()))
@@ -471,21 +615,26 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
                         "drop it or give its categories"
                     )
                 out.append(np.asarray(states, dtype=object))
-            return out
-        cats = list(self.categories)
+            return out, (list(range(k)) if self._private() else [])
+        if isinstance(spec, str):
+            raise ValueError(
+                f"categories must be None, {FROM_DATA!r}, one list of states per feature or a "
+                f"dict column -> states, got {spec!r}"
+            )
+        if isinstance(spec, Mapping):
+            columns = list(frame.columns)
+            declared = check_states(spec, known=columns, name="categories")
+            missing = [c for c in columns if c not in declared]
+            if missing:
+                raise ValueError(f"categories: no states declared for the feature(s) {missing}")
+            return [np.asarray(declared[c], dtype=object) for c in columns], []
+        cats = list(spec)
         if len(cats) != k:
             raise ValueError(
                 f"categories must have one list of states per feature ({k}), got {len(cats)}"
             )
-        out = []
-        for i, states in enumerate(cats):
-            arr = list(states)
-            if not arr:
-                raise ValueError(f"categories[{i}] is empty")
-            if len(pd.unique(pd.Series(arr, dtype=object))) != len(arr):
-                raise ValueError(f"categories[{i}] has repeated states")
-            out.append(np.asarray(arr, dtype=object))
-        return out
+        declared = check_states({i: c for i, c in enumerate(cats)}, name="categories")
+        return [np.asarray(declared[i], dtype=object) for i in range(k)], []
 
     @staticmethod
     def _encode(column: pd.Series, states: np.ndarray) -> np.ndarray:
@@ -557,6 +706,25 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         tags.input_tags.allow_nan = True
         tags.non_deterministic = self.mechanism != "none"
         return tags
+
+
+def _eager_to_pandas(X: Any) -> Any:
+    """A Polars or PyArrow (any narwhals eager) frame as pandas; other inputs unchanged.
+
+    A lazy frame (DuckDB, Polars lazy, Spark) has no row order to align with ``y`` and is
+    refused: collect it first, or count its tables with :func:`pymc_rdp.count_tables`.
+    """
+    import narwhals as nw
+
+    frame = nw.from_native(X, pass_through=True)
+    if isinstance(frame, nw.LazyFrame):
+        raise TypeError(
+            f"X is a lazy frame ({type(X).__name__}): NaiveBayes needs its records row-aligned "
+            "with y; collect it first"
+        )
+    if isinstance(frame, nw.DataFrame):
+        return frame.to_pandas()
+    return X
 
 
 def _scalar(value: Any, name: str) -> float:
