@@ -71,7 +71,9 @@ def main(argv: list[str] | None = None) -> None:
     else:
         structure = datasets.load_network(args.network)
         df = datasets.sample_network(args.network, args.n or 10_000, random_state=1)
-    bn = pmr.BayesianNetwork(structure).fit(df, mechanism="gaussian", epsilon=1.0, delta=1e-6)
+    bn = pmr.BayesianNetwork(structure).fit(
+        df, mechanism="gaussian", epsilon=1.0, delta=1e-6, public_total=len(df)
+    )
     codes = encode_frame(df, bn.states)
     big = {
         v: family_table(codes, v, bn.structure.parents[v], bn.cards).sum(axis=1) >= 20

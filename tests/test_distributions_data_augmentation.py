@@ -387,7 +387,7 @@ def test_from_network(mechanism):
     import pymc_rdp as pmr
 
     bn = pmr.BayesianNetwork(STRUCTURE, states=STATES)
-    bn.fit(_frame(300, 1), mechanism=mechanism, epsilon=2.0, delta=1e-6)
+    bn.fit(_frame(300, 1), mechanism=mechanism, epsilon=2.0, delta=1e-6, public_total=300)
     idata = sample_augmentation(bn, draws=200, tune=50, chains=2, random_seed=1)
     for v in bn.nodes:
         draws = bn.cpt_draws(idata, v)
@@ -398,13 +398,22 @@ def test_from_network(mechanism):
     assert read_ledger(idata)["accountant"].to_json() == bn.accountant.to_json()
 
 
-def test_from_network_refuses_unknown_n_and_no_privacy():
+@pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
+def test_from_network_refuses_a_private_n(mechanism):
+    """Without public_total the fit's N is an estimate (or absent): conditioning on it would not
+    be the posterior of the releases."""
     import pymc_rdp as pmr
 
     bn = pmr.BayesianNetwork(STRUCTURE, states=STATES)
-    bn.fit(_frame(100, 2), mechanism="gaussian", epsilon=2.0, delta=1e-6, neighbours="add-remove")
-    with pytest.raises(ValueError, match="unknown N"):
+    bn.fit(_frame(100, 2), mechanism=mechanism, epsilon=2.0, delta=1e-6)
+    with pytest.raises(ValueError, match="not declared public"):
         DataAugmentation.from_network(bn)
+
+
+def test_from_network_refuses_no_privacy():
+    import pymc_rdp as pmr
+
+    bn = pmr.BayesianNetwork(STRUCTURE, states=STATES)
     bn.fit(_frame(100, 2), mechanism="none")
     with pytest.raises(ValueError, match="no releases"):
         DataAugmentation.from_network(bn)

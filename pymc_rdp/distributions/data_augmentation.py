@@ -47,9 +47,10 @@ the posterior.
 
 Unknown N
 ---------
-Only a known, public ``N`` (replace-one neighbours) is handled. Under add/remove neighbours ``N``
-is private; the exact treatment needs a prior on ``N`` and birth/death moves of records (not
-implemented; :meth:`DataAugmentation.from_network` refuses such fits).
+Only a known ``N``, declared public by the caller (``BayesianNetwork.fit(..., public_total=N)``),
+is handled. Otherwise ``N`` is private (it is what an add/remove neighbour changes); the exact
+treatment needs a prior on ``N`` and birth/death moves of records (not implemented;
+:meth:`DataAugmentation.from_network` refuses such fits).
 
 Status
 ------
@@ -375,7 +376,8 @@ class DataAugmentation:
         ------
         ValueError
             The network is not fitted, was fitted without privacy (its exact posterior is
-            conjugate), or under add/remove neighbours (``N`` not public).
+            conjugate), or without declaring its number of records public
+            (``fit(..., public_total=N)``).
         """
         if not getattr(bn, "_fitted", False):
             raise ValueError("the network is not fitted: call bn.fit(df, ...) first")
@@ -384,18 +386,22 @@ class DataAugmentation:
                 "the network has no releases (mechanism='none'): its posterior is conjugate, "
                 "use bn.sample()"
             )
-        if bn.neighbours != "replace-one":
-            raise ValueError(
-                f"neighbours={bn.neighbours!r}: the number of records is not public, and data "
-                "augmentation with an unknown N is not supported yet"
-            )
         if bn.mechanism == "dirichlet":
             releases = {v: (bn.releases[v], bn.family_mechanism) for v in bn.nodes}
+            # set by fit only when the caller declared N public (public_total=N)
+            n = bn.n_records
         else:
             releases = dict(bn.releases)
+            totals = {getattr(r, "total", None) for r in releases.values()}
+            n = totals.pop() if len(totals) == 1 else None
+        if n is None:
+            raise ValueError(
+                "the number of records N was not declared public (fit(..., public_total=N)): "
+                "data augmentation needs a known N, and an unknown N is not supported yet"
+            )
         options.setdefault("accountant", bn.accountant)
         options.setdefault("alpha0", bn.alpha0)
-        return cls(bn.structure, bn.states, releases, int(bn.n_records), **options)
+        return cls(bn.structure, bn.states, releases, round(float(n)), **options)
 
     def _default_block(self, v: str) -> int:
         obs = self.observations[v]
