@@ -277,7 +277,7 @@ MOVES_ALL = ("record", "site", "block")
 
 
 def test_result_layout_matches_bayesian_network_names():
-    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N, moves=("site", "block"))
     idata = da.sample(draws=30, tune=5, chains=3, random_seed=0)
     post = idata["posterior"]
     assert set(post.data_vars) == {"a_cpt", "b_cpt", "c_cpt"}
