@@ -17,6 +17,8 @@ _EXPORTS: dict[str, str] = {
     "BudgetExceededError": "pymc_rdp.accountant",
     "Accountant": "pymc_rdp.accountant",
     "LedgerEntry": "pymc_rdp.accountant",
+    "RenyiFilter": "pymc_rdp.filters",
+    "GaussianFilter": "pymc_rdp.filters",
     # mechanisms
     "Mechanism": "pymc_rdp.mechanisms",
     "GaussianMechanism": "pymc_rdp.mechanisms",
@@ -68,6 +70,9 @@ _SUBMODULES = {
     "ops",
     "distributions",
     "plots",
+    "tight_accounting",
+    "filters",
+    "dp_events",
     "domains",
 }
 

@@ -578,8 +578,14 @@ class Accountant:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _within(self, total: np.ndarray) -> bool:
+    def _within(self, total: np.ndarray, pending: Any = None) -> bool:
         """Whether ``total`` meets the budget (``to_dp(orders, total, δ)[0] <= ε``, or at λ).
+
+        For an (ε, δ) budget a spend the RDP conversion refuses is still allowed when the
+        tightest valid bound of the ledger with the pending entries (``pending()``, rows of
+        :func:`pymc_rdp.tight_accounting.ledger_epsilon`) meets it: see
+        :mod:`pymc_rdp.tight_accounting`, and ``docs/guide.md`` for when a refusal is a valid
+        filter.
 
         For an (ε, δ) budget a sufficient test comes first: the BBGHS bound at every order before
         the minimisation, ``total(α) + c(α)`` (see :func:`_conversion_offset`), is an upper bound
@@ -594,7 +600,17 @@ class Accountant:
         if (total + self._dp_offset).min() <= self._budget_epsilon:
             return True
         eps = _rdp.to_dp(self._orders, total, self._budget_delta)[0]
-        return bool(eps <= self._budget_epsilon)
+        if eps <= self._budget_epsilon:
+            return True
+        if pending is None:
+            return False
+        from itertools import chain
+
+        from .tight_accounting import ledger_epsilon, rows_of
+
+        rows = chain(rows_of(self._entries), pending())
+        tight = ledger_epsilon(rows, float(eps), self._budget_delta, "best")
+        return bool(tight.epsilon <= self._budget_epsilon)
 
     def _curve_of(self, mechanism: Mechanism, count: int, params: Any = None) -> np.ndarray:
         """``count`` times the mechanism's curve on the orders, read-only (maybe shared)."""
@@ -770,14 +786,18 @@ class Accountant:
             # the new sum goes to a spare array (no allocation); the old one becomes the spare
             base = np.add(self._base, curve, out=self._spare)
             total = base + self._gpart if self._group_rows else base
-            if self._budget_kind is not None and not self._within(total):
+            if self._budget_kind is not None and not self._within(
+                total, lambda: [(mechanism.name, params, count, None, None)]
+            ):
                 raise BudgetExceededError(self._overspend_message(total, f"spending {mechanism!r}"))
             self._spare = self._base
             self._base = base
             self._total = total
         else:
             plan = self._plan(curve, group, partition)
-            if not self._within(plan[-1]):
+            if not self._within(
+                plan[-1], lambda: [(mechanism.name, params, count, group, partition)]
+            ):
                 raise BudgetExceededError(
                     self._overspend_message(plan[-1], f"spending {mechanism!r}")
                 )
@@ -800,7 +820,9 @@ class Accountant:
         count = check_count(count, "count")
         group, partition = self._check_group_partition(group, partition)
         plan = self._plan(self._curve_of(mechanism, count), group, partition)
-        return self._within(plan[-1])
+        return self._within(
+            plan[-1], lambda: [(mechanism.name, mechanism.params(), count, group, partition)]
+        )
 
     def spend_batch(
         self,
@@ -945,7 +967,13 @@ class Accountant:
             total = base + gpart
         else:
             total = base  # no parallel group: the group part is zero and base + 0 == base
-        if not self._within(total):
+        if not self._within(
+            total,
+            lambda: [
+                (m.name, m.params(), c, group, p)
+                for m, c, p in zip(mechs, counts, part_list, strict=True)
+            ],
+        ):
             raise BudgetExceededError(
                 self._overspend_message(total, f"spending a batch of {n} mechanisms")
             )
@@ -1050,9 +1078,49 @@ class Accountant:
             raise ValueError("delta is required (the accountant has no (ε, δ) budget)")
         return _check_delta(delta)
 
-    def epsilon(self, delta: float | None = None) -> float:
-        """The composed ε at ``delta`` (default: the budget's δ), via :func:`rdp.to_dp`."""
-        return float(_rdp.to_dp(self._orders, self._total, self._resolve_delta(delta))[0])
+    def epsilon(self, delta: float | None = None, method: str = "best") -> float:
+        """The composed ε at ``delta`` (default: the budget's δ).
+
+        Parameters
+        ----------
+        delta : float, optional
+        method : {"best", "rdp", "pld", "exact"}, default "best"
+            "rdp": the RDP curve converted by :func:`rdp.to_dp`. "exact": the composed Gaussian's
+            exact ε (Gaussian-only ledgers). "pld": dp-accounting's pessimistic PLD bound (entries
+            with a privacy-loss distribution). "best": the least of the valid ones
+            (:mod:`pymc_rdp.tight_accounting`); :meth:`epsilon_and_method` names it.
+        """
+        return self.accounting(delta, method).epsilon
+
+    def epsilon_and_method(self, delta: float | None = None) -> tuple[float, str]:
+        """(ε, the bound used) at ``delta`` by the "best" method."""
+        t = self.accounting(delta)
+        return t.epsilon, t.method
+
+    def accounting(self, delta: float | None = None, method: str = "best") -> Any:
+        """The :class:`~pymc_rdp.tight_accounting.TightEpsilon` at ``delta``: ε, method, notes."""
+        from .tight_accounting import METHODS, TightEpsilon, ledger_epsilon, rows_of
+
+        if method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+        d = self._resolve_delta(delta)
+        rdp_eps = float(_rdp.to_dp(self._orders, self._total, d)[0])
+        if method == "rdp":
+            return TightEpsilon(rdp_eps, "rdp", d, {"rdp": rdp_eps})
+        key = (len(self._entries), d, method, rdp_eps)
+        cached = getattr(self, "_accounting_cache", None)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        out = ledger_epsilon(rows_of(self._entries), rdp_eps, d, method)
+        self._accounting_cache = (key, out)
+        return out
+
+    def to_dp_events(self) -> Any:
+        """The ledger as one dp-accounting ``ComposedDpEvent`` (see :mod:`pymc_rdp.dp_events`)."""
+        from .dp_events import ledger_to_dp_events
+        from .tight_accounting import rows_of
+
+        return ledger_to_dp_events(rows_of(self._entries))
 
     def epsilon_and_order(self, delta: float | None = None) -> tuple[float, float]:
         """(ε, best order) at ``delta`` (default: the budget's δ)."""
@@ -1147,7 +1215,15 @@ class Accountant:
             f"entries: {len(self._entries)}   orders: {self._orders.size} "
             f"({self._orders[0]:g} .. {self._orders[-1]:g})"
         )
-        lines.append(f"composed: {col} = {loss(self._total):.6g}")
+        if self._budget_kind == "rdp" and delta is None:
+            lines.append(f"composed: {col} = {loss(self._total):.6g}")
+        else:
+            t = self.accounting(d)
+            lines.append(
+                f"composed: {col} = {t.epsilon:.6g} by the {t.method} bound"
+                + ("" if t.method == "rdp" else f" (RDP conversion: {t.candidates['rdp']:.6g})")
+            )
+            lines.extend(f"  note: {n}" for n in t.notes)
         if self._budget_kind is not None and not (self._budget_kind == "rdp" and delta is None):
             if self._budget_kind == "dp":
                 lines.append(
@@ -1299,6 +1375,8 @@ class Accountant:
             "closed_groups": list(self._closed),
             "chain": {"algorithm": "sha256", "digest": digest},
         }
+        # which bound the ε of the ledger is by (informational; not read back)
+        doc["accounting"] = self.accounting(self._budget_delta or _REPORT_DELTA).to_dict()
         if key is not None:
             sig = _sign(_check_key_bytes(key), digest)
             doc["signature"] = {"algorithm": "hmac-sha256", "value": sig}

@@ -55,6 +55,7 @@ def split_budget(
     order: Any = None,
     delta: float | None = None,
     method: str = "bbghs",
+    mechanism: str | None = None,
 ) -> Any:
     """The per-release privacy target that makes k sequential releases meet a total budget.
 
@@ -71,6 +72,14 @@ def split_budget(
         δ in (0, 1) of an (ε, δ)-DP budget.
     method : {"bbghs", "mironov"}
         The conversion of :func:`pymc_rdp.rdp.to_dp` (only with ``delta``).
+    mechanism : {None, "gaussian"}
+        None: valid for any mechanism (the RDP conversion at each order). "gaussian" (with
+        ``delta``): the releases are continuous Gaussian mechanisms, whose composition is exactly
+        a Gaussian with μ² = Σ μᵢ² (Dong, Roth & Su 2019), so the budget is met exactly by μᵢ² =
+        μ*²/k with μ* = :func:`pymc_rdp.tight_accounting.gaussian_mu` (ε, δ) (Balle & Wang
+        2018): the per-release target at λ is λ μ*²/(2k) · (1 − 1e-12) (the RDP curve of such a
+        Gaussian, a margin against rounding), larger than the conversion's and only valid for
+        Gaussian releases.
 
     Returns
     -------
@@ -102,6 +111,16 @@ def split_budget(
     lam = as_float_array(order, "order")
     if (lam <= 1).any():
         raise ValueError("order must be > 1")
+    if mechanism not in (None, "gaussian"):
+        raise ValueError(f"mechanism must be None or 'gaussian', got {mechanism!r}")
+    if mechanism == "gaussian":
+        if not np.isfinite(lam).all():
+            raise ValueError("order must be finite for Gaussian releases")
+        from .tight_accounting import gaussian_mu
+
+        mu = gaussian_mu(eps, d)
+        x = lam * (mu * mu / (2.0 * kk)) * (1.0 - 1e-12)
+        return x if lam.ndim else float(x)
     flat = lam.reshape(-1)
     x = np.maximum((eps - _conversion_offset(flat, d, method)) / kk, 0.0)
     for i in range(flat.size):

@@ -1683,8 +1683,11 @@ def _cmd_ledger(args: argparse.Namespace) -> None:
     print(acc.report(delta=delta))
     if len(acc.ledger):
         d = delta if delta is not None else acc.budget[1]
-        eps, best = acc.epsilon_and_order(d)
-        print(f"(ε, δ)-DP: ε = {eps:.6g} at δ = {d:g} (best Rényi order {best:g})")
+        eps, method = acc.epsilon_and_method(d)
+        how = f"best Rényi order {acc.epsilon_and_order(d)[1]:g}"
+        if method != "rdp":
+            how = f"the {method} bound; RDP conversion {acc.epsilon(d, 'rdp'):.6g} at {how}"
+        print(f"(ε, δ)-DP: ε = {eps:.6g} at δ = {d:g} ({how})")
         if acc.budget_order is not None:
             e_b, lam = acc.budget_order
             print(f"RDP: ε({lam:g}) = {float(acc.rdp([lam])[0]):.6g} (budget {e_b:g})")

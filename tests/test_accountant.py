@@ -106,13 +106,16 @@ def test_conversion_is_monotone_in_delta(items, d1, d2):
         acc.spend(m)
     lo, hi = sorted((d1, d2))
     assert acc.epsilon(lo) >= acc.epsilon(hi)
-    assert acc.epsilon(lo) == rdp.to_dp(acc.orders, acc.rdp(), lo)[0]
+    assert acc.epsilon(lo, method="rdp") >= acc.epsilon(hi, method="rdp")
+    # the default is the tightest valid bound: never above the RDP conversion
+    assert acc.epsilon(lo, method="rdp") == rdp.to_dp(acc.orders, acc.rdp(), lo)[0]
+    assert acc.epsilon(lo) <= acc.epsilon(lo, method="rdp")
 
 
 def test_delta_and_epsilon_are_consistent():
     acc = Accountant()
     acc.spend(GaussianMechanism(5.0), count=10)
-    eps = acc.epsilon(1e-6)
+    eps = acc.epsilon(1e-6, method="rdp")  # delta() inverts the RDP conversion
     assert acc.delta(eps) <= 1e-6 * (1 + 1e-9)
     eps2, order = acc.epsilon_and_order(1e-6)
     assert eps2 == eps and order in acc.orders
@@ -140,13 +143,14 @@ def test_cross_check_heterogeneous_workload_against_dp_accounting(seed):
     theirs.compose(dp_accounting.ComposedDpEvent(events))
     np.testing.assert_allclose(ours.rdp(), theirs.rdp, rtol=1e-9)
     for delta in (1e-9, 1e-6, 1e-3):
-        e_ours, e_theirs = ours.epsilon(delta), theirs.get_epsilon(delta)
+        e_ours, e_theirs = ours.epsilon(delta, method="rdp"), theirs.get_epsilon(delta)
         assert e_ours <= e_theirs + 1e-12
         assert e_ours == pytest.approx(e_theirs, rel=1e-8)
     # the default (denser) grid is never looser
     dense = Accountant()
     dense.spend_batch(mechs, count=counts)
-    assert dense.epsilon(1e-6) <= theirs.get_epsilon(1e-6) + 1e-12
+    assert dense.epsilon(1e-6, method="rdp") <= theirs.get_epsilon(1e-6) + 1e-12
+    assert dense.epsilon(1e-6) <= dense.epsilon(1e-6, method="rdp")
 
 
 # ------------------------------------------------------------------ budgets
@@ -581,9 +585,17 @@ def test_budget_decision_on_the_default_orders_near_the_boundary(rng):
         m = _random_mechanism(rng)
         c = int(rng.integers(1, 50))
         exact = rdp.to_dp(rdp.DEFAULT_ORDERS, c * m.rdp(rdp.DEFAULT_ORDERS), 1e-6)[0]
+        probe = Accountant()
+        probe.spend(m, count=c)
+        best = probe.epsilon(1e-6)  # the budget admits what the tightest valid bound admits
+        assert best <= exact
         for eps in (exact, np.nextafter(exact, 0.0), np.nextafter(exact, np.inf)):
             acc = Accountant(budget=(float(eps), 1e-6))
-            assert acc.can_spend(m, count=c) == (exact <= eps)
+            assert acc.can_spend(m, count=c) == (exact <= eps or best <= eps)
+        for eps in (best, np.nextafter(best, 0.0)):
+            if eps > 0:
+                acc = Accountant(budget=(float(eps), 1e-6))
+                assert acc.can_spend(m, count=c) == (best <= eps)
 
 
 def test_entries_are_frozen_ledger_entries_with_stable_identity():

@@ -660,7 +660,7 @@ def _run_fit(argv: list[str], monkeypatch) -> None:
     ],
 )
 def test_neighbouring_files_publish_no_raw_count(cancer_files, tmp_path, monkeypatch, mechanism):
-    """Issue 11, defect 7: two files differing in one record (a value made missing), fitted with
+    """Exact totals: two files differing in one record (a value made missing), fitted with
     --missing drop, must not publish the number of records, of complete records or of dropped
     records; every artefact other than the released values is the same for both."""
     import pandas as pd
@@ -740,7 +740,7 @@ def test_neighbouring_files_publish_no_raw_count(cancer_files, tmp_path, monkeyp
 
 
 def test_report_carries_no_seed_and_unsafe_noise_is_marked(cancer_files, tmp_path, monkeypatch):
-    """Issue 11, defect 2: --seed steers only the MCMC and is not written; reproducible noise
+    """Seeded noise: --seed steers only the MCMC and is not written; reproducible noise
     needs --unsafe-noise-seed, which the ledger and the report mark as not private."""
     base = [
         "fit",

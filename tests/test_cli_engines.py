@@ -52,7 +52,7 @@ def test_every_engine_releases_the_same_tables(files, tmp_path, data, structure)
     }
     ref = docs["pandas"]
     for engine, doc in docs.items():
-        assert doc["n_records"] == ref["n_records"] == 1500, engine
+        assert doc["n_records"] is None, engine  # N is not public unless declared
         for fam, want in zip(doc["families"], ref["families"], strict=True):
             assert fam["node"] == want["node"] and fam["parents"] == want["parents"], engine
             assert fam["states"] == want["states"], engine

@@ -133,7 +133,7 @@ def test_bad_input():
         D.release(_model(), draws=1, accountant=Accountant(), var_names=["nope"])
 
 
-# ------------------------------------------------------------- issue 11: draws and seeds
+# ------------------------------------------------------------- draws and seeds
 
 
 def _forward_draws(model: pm.Model) -> list:
@@ -148,7 +148,7 @@ def _forward_draws(model: pm.Model) -> list:
 
 
 def test_forward_draws_of_a_release_are_refused_and_charge_nothing():
-    """Issue 11, defect 6: pm.draw / prior predictive on a DirichletRelease would return exact
+    """Uncharged forward draws: pm.draw / prior predictive on a DirichletRelease would return exact
     mechanism draws from the raw counts, uncharged. They are refused; the ledger is unchanged."""
     model = _model()
     acc = Accountant()
@@ -199,7 +199,7 @@ def _old_release(counts: np.ndarray, seed: int) -> np.ndarray:
 
 
 def test_known_seed_no_longer_distinguishes_neighbours():
-    """Issue 11, defect 2: with a known seed, a Dirichlet release was a perfect distinguisher
+    """Seeded noise: with a known seed, a Dirichlet release was a perfect distinguisher
     (replay the seed on each candidate dataset; exactly one matches). Now a seed is refused and
     the default draw (OS entropy) matches no seed on either neighbour."""
     neighbour = ROW + np.array([-1, 1, 0])  # one record moved from state 0 to state 1

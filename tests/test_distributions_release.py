@@ -178,11 +178,11 @@ def test_other_bad_arguments():
     assert len(acc.ledger) == 0
 
 
-# ------------------------------------------------------------- issue 11: seeds and totals
+# ------------------------------------------------------------- seeds and totals
 
 
 def test_per_region_releases_do_not_publish_region_sizes():
-    """Issue 11, defect 7: the documented parallel pattern releases one table per region; the
+    """Exact totals: the documented parallel pattern releases one table per region; the
     release (and its JSON) stored each region's exact size. Run on two neighbouring datasets (one
     record moved between regions): nothing but the noisy values differs, and no size appears."""
     regions = {"north": np.array([40, 13, 7]), "south": np.array([22, 9, 31])}
@@ -248,7 +248,7 @@ def test_public_total_only_when_declared_and_checked():
 
 @pytest.mark.parametrize("bad", [0, 7, np.int64(7), np.random.default_rng(7), "seed"])
 def test_seeds_and_generators_are_refused_as_noise(bad):
-    """Issue 11, defect 2: an int or a generator never steers privacy noise."""
+    """Seeded noise: an int or a generator never steers privacy noise."""
     acc = Accountant()
     with pytest.raises(TypeError, match="noise_source must be None"):
         D.privatize(COUNTS, LAP, acc, "t", bad)

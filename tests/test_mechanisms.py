@@ -22,6 +22,7 @@ from pymc_rdp.mechanisms import (
     mechanism_from_dict,
 )
 from pymc_rdp.mechanisms.base import registered_mechanisms
+from pymc_rdp.tight_accounting import planned_epsilon
 
 ORDERS = np.array([1.01, 1.5, 2.0, 3.0, 7.5, 16.0, 64.0, 1000.0])
 
@@ -204,7 +205,7 @@ def test_additive_release_refuses_bad_values(mech):
     ],
 )
 def test_release_refuses_seeds_and_generators(mech, bad):
-    """Privacy noise is never steered by a user seed or generator (defect 2 of issue 11)."""
+    """Privacy noise is never steered by a user seed or generator."""
     with pytest.raises(TypeError, match="noise_source must be None"):
         mech.release(np.array([0.0, 1.0]), noise_source=bad)
     with pytest.raises(TypeError, match="noise_source must be None"):
@@ -230,10 +231,14 @@ def _less_noise(mech, factor=0.99):
     return RandomizedResponse(1 / (1 + math.exp(-lo)))
 
 
-def _calibrate(cls, eps, order, delta, sens):
+def _calibrate(cls, eps, order, delta, sens, **kw):
+    # with delta: the RDP calibration (method="rdp"); the default, the tightest valid bound, is
+    # tested in test_tight_accounting.py
     if cls is RandomizedResponse:
         return cls.calibrate(eps, order=order, delta=delta)
-    return cls.calibrate(eps, order=order, delta=delta, sensitivity=sens)
+    if delta is not None:
+        kw.setdefault("method", "rdp")
+    return cls.calibrate(eps, order=order, delta=delta, sensitivity=sens, **kw)
 
 
 @settings(max_examples=25, deadline=None)
@@ -262,6 +267,10 @@ def test_calibrate_to_epsilon_delta_meets_the_target_and_is_least(cls, eps, delt
     assert _meets(m, eps, delta=delta)
     assert not _meets(_less_noise(m), eps, delta=delta)
     assert not _meets(_less_noise(m, 1 - 1e-9), eps, delta=delta)
+    if cls is GaussianMechanism:  # the default calibration (exact bound) needs less noise
+        tight = _calibrate(cls, eps, None, delta, sens, method="best")
+        assert tight.sigma <= m.sigma
+        assert planned_epsilon([(tight, 1)], delta) <= eps
 
 
 def test_gaussian_calibrate_closed_form():
@@ -281,7 +290,7 @@ def test_pure_dp_calibration_closed_forms():
 def test_calibrated_gaussian_is_no_looser_than_dp_accounting():
     import dp_accounting
 
-    m = GaussianMechanism.calibrate(1.0, delta=1e-6)
+    m = GaussianMechanism.calibrate(1.0, delta=1e-6, method="rdp")
     acc = dp_accounting.rdp.RdpAccountant()
     acc.compose(dp_accounting.GaussianDpEvent(m.sigma))
     # dp-accounting's grid is a subset of ours: its ε for the same σ is at least the target
@@ -291,7 +300,7 @@ def test_calibrated_gaussian_is_no_looser_than_dp_accounting():
 
 def test_calibrate_with_custom_orders():
     orders = [2.0, 4.0, 8.0, 16.0, 32.0]
-    m = GaussianMechanism.calibrate(1.0, delta=1e-5, orders=orders)
+    m = GaussianMechanism.calibrate(1.0, delta=1e-5, orders=orders, method="rdp")
     assert rdp.to_dp(orders, m.rdp(orders), 1e-5)[0] <= 1.0
     assert rdp.to_dp(orders, _less_noise(m).rdp(orders), 1e-5)[0] > 1.0
 

@@ -62,6 +62,7 @@ class GaussianMechanism(AdditiveNoiseMechanism):
         sensitivity: float = 1.0,
         *,
         orders: Any = None,
+        method: str = "best",
     ) -> GaussianMechanism:
         """The Gaussian mechanism with the least σ that meets a privacy target.
 
@@ -73,17 +74,29 @@ class GaussianMechanism(AdditiveNoiseMechanism):
             Target (λ, ε)-RDP at this order: σ = Δ₂ √(λ / (2ε)) (the closed form of
             ε(λ) = λΔ₂²/(2σ²), Mironov 2017), adjusted to the last ulp so that the curve meets ε.
         delta : float, optional
-            Target (ε, δ)-DP through ``rdp.to_dp`` on ``orders``: the least σ (bisection in log σ)
-            with ``to_dp(orders, curve, delta) <= epsilon``.
+            Target (ε, δ)-DP. With ``method="rdp"`` through ``rdp.to_dp`` on ``orders``: the
+            least σ (bisection in log σ) with ``to_dp(orders, curve, delta) <= epsilon``. With
+            ``"best"`` or ``"exact"`` (default) the analytic Gaussian mechanism (Balle & Wang
+            2018, Theorem 8): the least σ with Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) ≤ δ
+            (:func:`pymc_rdp.tight_accounting.gaussian_sigma`), which is what an accountant
+            with an (ε, δ) budget admits; it needs less noise than any RDP conversion.
         sensitivity : float, default 1.0
             ℓ2 sensitivity Δ₂.
         orders : array_like, optional
             Orders used for the (ε, δ) conversion (default ``rdp.DEFAULT_ORDERS``).
+        method : {"best", "exact", "rdp"}, default "best"
+            The (ε, δ) bound calibrated to (only with ``delta``); "best" is "exact" here.
 
         Exactly one of ``order`` and ``delta`` must be given.
         """
+        if method not in ("best", "exact", "rdp"):
+            raise ValueError(f"method must be 'best', 'exact' or 'rdp', got {method!r}")
         target = CalibrationTarget(epsilon, order, delta, orders, allow_inf_order=False)
         sens = check_positive_scalar(sensitivity, "sensitivity")
+        if target.delta is not None and method != "rdp":
+            from ..tight_accounting import gaussian_sigma
+
+            return cls(gaussian_sigma(target.epsilon, target.delta, sens), sens)
 
         def meets(sigma: float) -> bool:
             return target.met_by(_rdp.gaussian(target.orders, sigma, sens))

@@ -62,6 +62,7 @@ class LaplaceMechanism(AdditiveNoiseMechanism):
         sensitivity: float = 1.0,
         *,
         orders: Any = None,
+        method: str = "best",
     ) -> LaplaceMechanism:
         """The Laplace mechanism with the least scale b that meets a privacy target.
 
@@ -78,13 +79,26 @@ class LaplaceMechanism(AdditiveNoiseMechanism):
             ℓ1 sensitivity Δ₁.
         orders : array_like, optional
             Orders used for the (ε, δ) conversion (default ``rdp.DEFAULT_ORDERS``).
+        method : {"best", "pld", "rdp"}, default "best"
+            The (ε, δ) bound calibrated to (only with ``delta``): the RDP conversion,
+            dp-accounting's pessimistic PLD bound, or the least of the two ("best"; RDP alone
+            without dp-accounting), computed as an accountant computes it
+            (:func:`pymc_rdp.tight_accounting.planned_epsilon`).
 
         Exactly one of ``order`` and ``delta`` must be given.
         """
+        if method not in ("best", "pld", "rdp"):
+            raise ValueError(f"method must be 'best', 'pld' or 'rdp', got {method!r}")
         target = CalibrationTarget(epsilon, order, delta, orders)
         sens = check_positive_scalar(sensitivity, "sensitivity")
 
         def meets(scale: float) -> bool:
+            if target.delta is not None and method != "rdp":
+                from ..tight_accounting import planned_epsilon
+
+                plan = [(cls(scale, sens), 1)]
+                eps = planned_epsilon(plan, target.delta, method, target.orders)
+                return eps <= target.epsilon
             return target.met_by(_rdp.laplace(target.orders, scale, sens))
 
         # At b = Δ₁/ε the mechanism is ε-DP, hence (λ, ε)-RDP at every λ: a valid start.

@@ -533,17 +533,19 @@ class BayesianNetwork:
                 return LaplaceMechanism.calibrate(eps_f, order=order, sensitivity=d1)
             return DirichletMechanism.calibrate(eps_f, order, d2, dinf, alpha0=alpha0)
         eps_t = epsilon * (1.0 - _MARGIN)
-
-        def meets(curve: np.ndarray) -> bool:
-            return bool(rdp.to_dp(orders, k * curve, delta)[0] <= eps_t)
+        # the tightest valid bound (pymc_rdp.tight_accounting), as the accountant computes it
+        from ..tight_accounting import gaussian_sigma, planned_epsilon
 
         if mechanism == "gaussian":
-            # K Gaussians with ℓ2 sensitivity Δ₂ compose into one with sensitivity Δ₂√K
-            sigma = _least(lambda s: meets(rdp.gaussian(orders, s, d2)), d2 * math.sqrt(k) / eps_t)
-            return GaussianMechanism(sigma, d2)
+            # K Gaussians with ℓ2 sensitivity Δ₂ compose exactly into one with μ = Δ₂√K/σ
+            return GaussianMechanism(gaussian_sigma(eps_t, delta, d2, count=k), d2)
         if mechanism == "laplace":
-            scale = _least(lambda b: meets(rdp.laplace(orders, b, d1)), d1 * k / eps_t)
-            return LaplaceMechanism(scale, d1)
+
+            def laplace_ok(b: float) -> bool:
+                plan = [(LaplaceMechanism(b, d1), k)]
+                return planned_epsilon(plan, delta, orders=orders) <= eps_t
+
+            return LaplaceMechanism(_least(laplace_ok, d1 * k / eps_t), d1)
         from ..budget import calibrate_dirichlet
 
         return calibrate_dirichlet(

@@ -533,15 +533,19 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
             curve = n_tables * np.asarray(mech.rdp(orders), dtype=np.float64)
             return bool(_rdp.to_dp(orders, curve, delta)[0] <= target)
 
+        # Gaussian and Laplace: the tightest valid bound (pymc_rdp.tight_accounting), computed
+        # as the accountant computes it (every record is in one partition of each table)
+        from ..tight_accounting import gaussian_sigma, planned_epsilon
+
         if self.mechanism == "gaussian":
-            sigma = _log_bisect(
-                lambda s: composed_ok(GaussianMechanism(s, d2)), d2 / eps, feasible_above=True
-            )
-            return GaussianMechanism(sigma, d2)
+            return GaussianMechanism(gaussian_sigma(target, delta, d2, count=n_tables), d2)
         if self.mechanism == "laplace":
-            scale = _log_bisect(
-                lambda b: composed_ok(LaplaceMechanism(b, d1)), d1 / eps, feasible_above=True
-            )
+
+            def laplace_ok(b: float) -> bool:
+                plan = [(LaplaceMechanism(b, d1), n_tables)]
+                return planned_epsilon(plan, delta, orders=orders) <= target
+
+            scale = _log_bisect(laplace_ok, d1 / eps, feasible_above=True)
             return LaplaceMechanism(scale, d1)
 
         def build(e: float) -> Mechanism:
