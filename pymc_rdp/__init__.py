@@ -50,6 +50,8 @@ _EXPORTS: dict[str, str] = {
     "sample": "pymc_rdp.distributions",
     "attach_ledger": "pymc_rdp.distributions",
     "read_ledger": "pymc_rdp.distributions",
+    "DataAugmentation": "pymc_rdp.distributions.data_augmentation",
+    "sample_augmentation": "pymc_rdp.distributions.data_augmentation",
     # counting contingency tables on any engine
     "count_table": "pymc_rdp.counting",
     "count_tables": "pymc_rdp.counting",

@@ -6,9 +6,12 @@
   with exact, charged draws.
 * :func:`ledger`, :func:`sample`, :func:`attach_ledger`, :func:`read_ledger` — the privacy
   ledger of a model and of its results.
+* :class:`DataAugmentation` / :func:`sample_augmentation` — exact posteriors of Bayesian-network
+  CPTs from released family tables, with the confidential records as latent state.
 """
 
 from . import likelihoods
+from .data_augmentation import DataAugmentation, sample_augmentation
 from .dirichlet_release import DirichletRelease, DirichletReleaseRV, RefusedDrawError, release
 from .ledger import (
     ACCOUNTANT_ATTR,
@@ -27,6 +30,7 @@ __all__ = [
     "LEDGER_ATTR",
     "MODES",
     "NEIGHBOURS",
+    "DataAugmentation",
     "DirichletRelease",
     "DirichletReleaseRV",
     "NoisyCounts",
@@ -42,5 +46,6 @@ __all__ = [
     "read_ledger",
     "release",
     "sample",
+    "sample_augmentation",
     "table_sensitivity",
 ]

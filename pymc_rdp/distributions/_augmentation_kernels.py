@@ -1,0 +1,717 @@
+"""Compiled (numba, nopython, float64) kernels of the data-augmentation sampler.
+
+The state is a table of latent categorical records ``x`` (records × nodes, integer codes, nodes in
+topological order) and the family tables of those records, kept up to date move by move:
+``cell_n`` (every family's cells, flat) and ``row_n`` (every family's parent-configuration totals,
+flat). Cell ``cell_off[v] + c * card[v] + k`` is state ``k`` of node ``v`` under parent
+configuration ``c``; row ``row_off[v] + c`` is that configuration's total.
+
+The log target of a move is evaluated as a sum of *cell terms* ``f_v(n_cell)`` and *row terms*
+``g_v(n_row)`` (constants dropped):
+
+* the released family table's mechanism density ``log η_v(y_v | s_v)``:
+  Gaussian ``−(y − n)² / (2σ²)`` and Laplace ``−|y − n| / b`` per cell (the discrete Gaussian and
+  discrete Laplace have the same ratios, their normalisers do not depend on ``n``); a Dirichlet-
+  mechanism release ``θ̃_c ~ Dirichlet(r s_c + α_c)`` gives the cell term
+  ``r n log θ̃ − log Γ(r n + α)`` and the row term ``log Γ(r n_c + Σ_k α_ck)``;
+* with the CPTs integrated out ("collapsed"), the Bayesian-Dirichlet score of the records
+  (Heckerman, Geiger & Chickering 1995, "Learning Bayesian networks: the combination of knowledge
+  and statistical data"): cell term ``log Γ(α₀ + n)`` and row term ``−log Γ(K α₀ + n_c)``, read
+  from tables ``lg_cell[v, n]`` and ``lg_row[v, n]``.
+
+Changing one record changes one cell per family, so a move's log ratio is a handful of term
+differences; moves apply their changes to the tables as they go and undo them when rejected.
+
+The tuples passed to every kernel:
+
+``net = (card, n_par, par, stride, cell_off, row_off, n_ch, ch)``
+    int64 arrays: states per node; number of parents, parents (padded) and their strides in the
+    configuration index (first parent slowest); offsets of each family's cells and rows; number
+    of children and children (padded).
+``obs = (kind, coef, r, y, logt, acell, arow, lg_cell, lg_row)``
+    ``kind[v]``: 0 no release, 1 Gaussian (``coef = 1/(2σ²)``), 2 Laplace (``coef = 1/b``),
+    3 Dirichlet (``r[v]``, ``logt`` = log θ̃ per cell, ``acell`` = α per cell, ``arow`` = Σα
+    per row); ``y`` the released values per cell; the BD tables.
+
+Random numbers come from numba's own generator, seeded by :func:`seed` (in nopython mode
+numba offers the legacy ``np.random`` functions, hence the NPY002 exemption).
+"""
+
+# ruff: noqa: NPY002
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+KIND_NONE = 0
+KIND_GAUSSIAN = 1
+KIND_LAPLACE = 2
+KIND_DIRICHLET = 3
+
+
+@njit(cache=True)
+def seed(value):
+    """Seed numba's generator (one per thread, separate from numpy's)."""
+    np.random.seed(value)
+
+
+# The helpers take scalars or arrays, never the parameter tuples: unpacking a tuple inside a
+# helper called per record cost about 100x (reference counting of every array it holds).
+@njit(cache=True)
+def _cell_term(kv, coef_v, r_v, y_c, logt_c, acell_c, n):
+    if kv == 1:
+        d = y_c - n
+        return -coef_v * d * d
+    if kv == 2:
+        return -coef_v * abs(y_c - n)
+    if kv == 3:
+        rn = r_v * n
+        return rn * logt_c - math.lgamma(rn + acell_c)
+    return 0.0
+
+
+@njit(cache=True)
+def _row_term(kv, r_v, arow_r, n):
+    if kv == 3:
+        return math.lgamma(r_v * n + arow_r)
+    return 0.0
+
+
+@njit(cache=True)
+def _shift(
+    v, cell, row, d, bd, cell_n, row_n, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row
+):
+    """Add ``d`` (±1) records to one cell of family ``v`` (row unchanged if ``row < 0``)."""
+    kv = kind[v]
+    na = cell_n[cell]
+    nb = na + d
+    delta = _cell_term(kv, coef[v], r[v], y[cell], logt[cell], acell[cell], nb) - _cell_term(
+        kv, coef[v], r[v], y[cell], logt[cell], acell[cell], na
+    )
+    if bd:
+        delta += lg_cell[v, nb] - lg_cell[v, na]
+    cell_n[cell] = nb
+    if row >= 0:
+        ma = row_n[row]
+        mb = ma + d
+        delta += _row_term(kv, r[v], arow[row], mb) - _row_term(kv, r[v], arow[row], ma)
+        if bd:
+            delta -= lg_row[v, mb] - lg_row[v, ma]
+        row_n[row] = mb
+    return delta
+
+
+@njit(cache=True)
+def _move(
+    v,
+    row_a,
+    cell_a,
+    row_b,
+    cell_b,
+    bd,
+    cell_n,
+    row_n,
+    kind,
+    coef,
+    r,
+    y,
+    logt,
+    acell,
+    arow,
+    lg_cell,
+    lg_row,
+):
+    """Move one record of family ``v`` from (row_a, cell_a) to (row_b, cell_b); the log ratio."""
+    if cell_a == cell_b:
+        return 0.0
+    same = row_a == row_b
+    delta = _shift(
+        v,
+        cell_a,
+        -1 if same else row_a,
+        -1,
+        bd,
+        cell_n,
+        row_n,
+        kind,
+        coef,
+        r,
+        y,
+        logt,
+        acell,
+        arow,
+        lg_cell,
+        lg_row,
+    )
+    delta += _shift(
+        v,
+        cell_b,
+        -1 if same else row_b,
+        1,
+        bd,
+        cell_n,
+        row_n,
+        kind,
+        coef,
+        r,
+        y,
+        logt,
+        acell,
+        arow,
+        lg_cell,
+        lg_row,
+    )
+    return delta
+
+
+@njit(cache=True)
+def _unmove(row_a, cell_a, row_b, cell_b, cell_n, row_n):
+    """Undo :func:`_move` (counts only)."""
+    if cell_a == cell_b:
+        return
+    cell_n[cell_b] -= 1
+    cell_n[cell_a] += 1
+    if row_a != row_b:
+        row_n[row_b] -= 1
+        row_n[row_a] += 1
+
+
+@njit(cache=True)
+def _config(x, j, v, n_par, par, stride):
+    c = 0
+    for p in range(n_par[v]):
+        c += x[j, par[v, p]] * stride[v, p]
+    return c
+
+
+@njit(cache=True)
+def tabulate(x, net, cell_n, row_n):
+    """Fill ``cell_n`` and ``row_n`` with the family tables of the records ``x``."""
+    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
+    cell_n[:] = 0
+    row_n[:] = 0
+    n, d = x.shape
+    for j in range(n):
+        for v in range(d):
+            c = _config(x, j, v, n_par, par, stride)
+            cell_n[cell_off[v] + c * card[v] + x[j, v]] += 1
+            row_n[row_off[v] + c] += 1
+
+
+@njit(cache=True)
+def log_target(cell_n, row_n, bd, net, obs):
+    """The whole log target (up to a constant): Σ cell terms + Σ row terms (tests only)."""
+    card, _n_par, _par, _stride, cell_off, row_off, _n_ch, _ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
+        obs[0],
+        obs[1],
+        obs[2],
+        obs[3],
+        obs[4],
+        obs[5],
+        obs[6],
+        obs[7],
+        obs[8],
+    )
+    total = 0.0
+    for v in range(card.shape[0]):
+        n_cfg = (cell_off[v + 1] - cell_off[v]) // card[v]
+        for c in range(n_cfg):
+            row = row_off[v] + c
+            total += _row_term(kind[v], r[v], arow[row], row_n[row])
+            if bd:
+                total -= lg_row[v, row_n[row]]
+            for k in range(card[v]):
+                cell = cell_off[v] + c * card[v] + k
+                n = cell_n[cell]
+                total += _cell_term(kind[v], coef[v], r[v], y[cell], logt[cell], acell[cell], n)
+                if bd:
+                    total += lg_cell[v, n]
+    return total
+
+
+@njit(cache=True)
+def _log_gamma_variate(a):
+    """log of a Gamma(a, 1) variate, safe for small ``a`` (Marsaglia & Tsang 2000 boost)."""
+    if a >= 1.0:
+        return math.log(np.random.gamma(a, 1.0))
+    u = 1.0 - np.random.random()
+    return math.log(np.random.gamma(a + 1.0, 1.0)) + math.log(u) / a
+
+
+@njit(cache=True)
+def draw_theta(cell_n, alpha0, net, theta, buf):
+    """θ | x: every CPT row ``Dirichlet(α₀ + n_c)``, into ``theta`` (flat like ``cell_n``)."""
+    card, _n_par, _par, _stride, cell_off, _row_off, _n_ch, _ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
+    for v in range(card.shape[0]):
+        kv = card[v]
+        n_cfg = (cell_off[v + 1] - cell_off[v]) // kv
+        for c in range(n_cfg):
+            base = cell_off[v] + c * kv
+            top = -np.inf
+            for k in range(kv):
+                buf[k] = _log_gamma_variate(alpha0[v] + cell_n[base + k])
+                if buf[k] > top:
+                    top = buf[k]
+            s = 0.0
+            for k in range(kv):
+                buf[k] = math.exp(buf[k] - top)
+                s += buf[k]
+            for k in range(kv):
+                theta[base + k] = buf[k] / s
+
+
+@njit(cache=True)
+def record_sweep(x, theta, net, obs, cell_n, row_n):
+    """Record-level data augmentation given θ (Ju, Awan, Gong & Rao 2022, Algorithm 1).
+
+    For each record j: propose x*_j ~ p(x | θ) by forward sampling and accept with probability
+    min(1, η(y | s − t(x_j) + t(x*_j)) / η(y | s)). Returns the number of accepted records.
+    """
+    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
+        obs[0],
+        obs[1],
+        obs[2],
+        obs[3],
+        obs[4],
+        obs[5],
+        obs[6],
+        obs[7],
+        obs[8],
+    )
+    n, d = x.shape
+    xnew = np.empty(d, dtype=np.int64)
+    old_cell = np.empty(d, dtype=np.int64)
+    old_row = np.empty(d, dtype=np.int64)
+    new_cell = np.empty(d, dtype=np.int64)
+    new_row = np.empty(d, dtype=np.int64)
+    accepted = 0
+    for j in range(n):
+        for v in range(d):
+            c = 0
+            for p in range(n_par[v]):
+                c += xnew[par[v, p]] * stride[v, p]
+            base = cell_off[v] + c * card[v]
+            u = np.random.random()
+            cum = 0.0
+            k = card[v] - 1
+            for kk in range(card[v] - 1):
+                cum += theta[base + kk]
+                if u < cum:
+                    k = kk
+                    break
+            xnew[v] = k
+            new_cell[v] = base + k
+            new_row[v] = row_off[v] + c
+            c_old = _config(x, j, v, n_par, par, stride)
+            old_cell[v] = cell_off[v] + c_old * card[v] + x[j, v]
+            old_row[v] = row_off[v] + c_old
+        delta = 0.0
+        for v in range(d):
+            delta += _move(
+                v,
+                old_row[v],
+                old_cell[v],
+                new_row[v],
+                new_cell[v],
+                False,
+                cell_n,
+                row_n,
+                kind,
+                coef,
+                r,
+                y,
+                logt,
+                acell,
+                arow,
+                lg_cell,
+                lg_row,
+            )
+        if math.log(1.0 - np.random.random()) < delta:
+            accepted += 1
+            for v in range(d):
+                x[j, v] = xnew[v]
+        else:
+            for v in range(d):
+                _unmove(old_row[v], old_cell[v], new_row[v], new_cell[v], cell_n, row_n)
+    return accepted
+
+
+@njit(cache=True)
+def _flip(
+    x,
+    j,
+    v,
+    knew,
+    card,
+    n_par,
+    par,
+    stride,
+    cell_off,
+    row_off,
+    n_ch,
+    ch,
+    kind,
+    coef,
+    r,
+    y,
+    logt,
+    acell,
+    arow,
+    lg_cell,
+    lg_row,
+    cell_n,
+    row_n,
+    log_a,
+    log_ra,
+    log_b,
+    log_rb,
+    start,
+):
+    """Set x[j, v] = knew, updating v's family and its children's; log ratio of the collapsed
+    target. Writes its 1 + (number of children) moves into the logs from position ``start``."""
+    c = _config(x, j, v, n_par, par, stride)
+    row = row_off[v] + c
+    base = cell_off[v] + c * card[v]
+    delta = _move(
+        v,
+        row,
+        base + x[j, v],
+        row,
+        base + knew,
+        True,
+        cell_n,
+        row_n,
+        kind,
+        coef,
+        r,
+        y,
+        logt,
+        acell,
+        arow,
+        lg_cell,
+        lg_row,
+    )
+    log_ra[start] = row
+    log_a[start] = base + x[j, v]
+    log_rb[start] = row
+    log_b[start] = base + knew
+    kold = x[j, v]
+    for i in range(n_ch[v]):
+        w = ch[v, i]
+        cw = _config(x, j, w, n_par, par, stride)
+        log_ra[start + 1 + i] = row_off[w] + cw
+        log_a[start + 1 + i] = cell_off[w] + cw * card[w] + x[j, w]
+    x[j, v] = knew
+    for i in range(n_ch[v]):
+        w = ch[v, i]
+        cw = _config(x, j, w, n_par, par, stride)
+        log_rb[start + 1 + i] = row_off[w] + cw
+        log_b[start + 1 + i] = cell_off[w] + cw * card[w] + x[j, w]
+        delta += _move(
+            w,
+            log_ra[start + 1 + i],
+            log_a[start + 1 + i],
+            log_rb[start + 1 + i],
+            log_b[start + 1 + i],
+            True,
+            cell_n,
+            row_n,
+            kind,
+            coef,
+            r,
+            y,
+            logt,
+            acell,
+            arow,
+            lg_cell,
+            lg_row,
+        )
+    x[j, v] = kold  # the caller decides
+    return delta
+
+
+@njit(cache=True)
+def site_sweep(x, net, obs, cell_n, row_n):
+    """Collapsed single-attribute moves: for every record and node, propose a uniformly chosen
+    other state and accept by the collapsed target (BD score × η) over its Markov blanket
+    (the node's family cell and its children's). Returns (accepted, proposed)."""
+    card, n_par, par, stride, cell_off, row_off, n_ch, ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
+        obs[0],
+        obs[1],
+        obs[2],
+        obs[3],
+        obs[4],
+        obs[5],
+        obs[6],
+        obs[7],
+        obs[8],
+    )
+    n, d = x.shape
+    width = 1 + ch.shape[1]
+    log_a = np.empty(width, dtype=np.int64)
+    log_ra = np.empty(width, dtype=np.int64)
+    log_b = np.empty(width, dtype=np.int64)
+    log_rb = np.empty(width, dtype=np.int64)
+    accepted = 0
+    proposed = 0
+    for j in range(n):
+        for v in range(d):
+            kv = card[v]
+            if kv < 2:
+                continue
+            kold = x[j, v]
+            knew = np.random.randint(0, kv - 1)
+            if knew >= kold:
+                knew += 1
+            proposed += 1
+            delta = _flip(
+                x,
+                j,
+                v,
+                knew,
+                card,
+                n_par,
+                par,
+                stride,
+                cell_off,
+                row_off,
+                n_ch,
+                ch,
+                kind,
+                coef,
+                r,
+                y,
+                logt,
+                acell,
+                arow,
+                lg_cell,
+                lg_row,
+                cell_n,
+                row_n,
+                log_a,
+                log_ra,
+                log_b,
+                log_rb,
+                0,
+            )
+            if math.log(1.0 - np.random.random()) < delta:
+                x[j, v] = knew
+                accepted += 1
+            else:
+                for i in range(n_ch[v], -1, -1):
+                    _unmove(log_ra[i], log_a[i], log_rb[i], log_b[i], cell_n, row_n)
+    return accepted, proposed
+
+
+@njit(cache=True)
+def _log_choose(n, k):
+    return math.lgamma(n + 1.0) - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0)
+
+
+@njit(cache=True)
+def _swap(order, pos, p, q):
+    a = order[p]
+    b = order[q]
+    order[p] = b
+    order[q] = a
+    pos[b] = p
+    pos[a] = q
+
+
+@njit(cache=True)
+def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
+    """Collapsed block moves of node ``v``: m records between two states within one parent
+    configuration.
+
+    Proposal: a record i uniformly, its configuration c and state k₁; another state k₂
+    uniformly; m uniformly in 1..min(max_m, n₁); m − 1 further records uniformly from the other
+    n₁ − 1 records of cell (c, k₁). The reverse move picks m among min(max_m, n₂ + m) and its
+    companions among n₂ + m − 1, so the Hastings ratio is
+    C(n₁ − 1, m − 1) min(max_m, n₁) / (C(n₂ + m − 1, m − 1) min(max_m, n₂ + m))
+    (n₁, n₂ the cells' counts before the move). The log
+    ratio of the target sums the moved records' changes to v's family row and to their rows of
+    v's children's families. Returns (accepted, proposed).
+    """
+    card, n_par, par, stride, cell_off, row_off, n_ch, ch = (
+        net[0],
+        net[1],
+        net[2],
+        net[3],
+        net[4],
+        net[5],
+        net[6],
+        net[7],
+    )
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
+        obs[0],
+        obs[1],
+        obs[2],
+        obs[3],
+        obs[4],
+        obs[5],
+        obs[6],
+        obs[7],
+        obs[8],
+    )
+    n = x.shape[0]
+    kv = card[v]
+    if kv < 2 or n == 0:
+        return 0, 0
+    n_local = cell_off[v + 1] - cell_off[v]
+    # buckets of records by local cell c * K + k, contiguous (counting sort)
+    start = np.empty(n_local + 1, dtype=np.int64)
+    size = np.empty(n_local, dtype=np.int64)
+    acc_ = 0
+    for l in range(n_local):
+        start[l] = acc_
+        size[l] = cell_n[cell_off[v] + l]
+        acc_ += size[l]
+    start[n_local] = acc_
+    fill = start[:n_local].copy()
+    order = np.empty(n, dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        l = _config(x, j, v, n_par, par, stride) * kv + x[j, v]
+        order[fill[l]] = j
+        pos[j] = fill[l]
+        fill[l] += 1
+    width = 1 + ch.shape[1]
+    cap = max_m * width
+    log_a = np.empty(cap, dtype=np.int64)
+    log_ra = np.empty(cap, dtype=np.int64)
+    log_b = np.empty(cap, dtype=np.int64)
+    log_rb = np.empty(cap, dtype=np.int64)
+    sel = np.empty(max_m, dtype=np.int64)
+    accepted = 0
+    for _ in range(n_moves):
+        i = np.random.randint(0, n)
+        k1 = x[i, v]
+        k2 = np.random.randint(0, kv - 1)
+        if k2 >= k1:
+            k2 += 1
+        c = _config(x, i, v, n_par, par, stride)
+        l1 = c * kv + k1
+        l2 = c * kv + k2
+        n1 = size[l1]
+        n2 = size[l2]
+        top = min(max_m, n1)
+        m = 1 + np.random.randint(0, top)
+        s0 = start[l1]
+        _swap(order, pos, pos[i], s0)
+        for t in range(1, m):
+            _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n1 - t))
+        for t in range(m):
+            sel[t] = order[s0 + t]
+        delta = _log_choose(n1 - 1, m - 1) - _log_choose(n2 + m - 1, m - 1)
+        delta += math.log(top) - math.log(min(max_m, n2 + m))
+        used = 0
+        for t in range(m):
+            j = sel[t]
+            delta += _flip(
+                x,
+                j,
+                v,
+                k2,
+                card,
+                n_par,
+                par,
+                stride,
+                cell_off,
+                row_off,
+                n_ch,
+                ch,
+                kind,
+                coef,
+                r,
+                y,
+                logt,
+                acell,
+                arow,
+                lg_cell,
+                lg_row,
+                cell_n,
+                row_n,
+                log_a,
+                log_ra,
+                log_b,
+                log_rb,
+                used,
+            )
+            used += 1 + n_ch[v]
+            x[j, v] = k2  # later records' children see the earlier records moved
+        if math.log(1.0 - np.random.random()) < delta:
+            accepted += 1
+            for t in range(m):
+                p = pos[sel[t]]
+                if l2 > l1:
+                    for l in range(l1, l2):
+                        e = start[l] + size[l] - 1
+                        _swap(order, pos, p, e)
+                        size[l] -= 1
+                        start[l + 1] -= 1
+                        size[l + 1] += 1
+                        p = e
+                else:
+                    for l in range(l1, l2, -1):
+                        f = start[l]
+                        _swap(order, pos, p, f)
+                        start[l] += 1
+                        size[l] -= 1
+                        size[l - 1] += 1
+                        p = f
+        else:
+            for q in range(used - 1, -1, -1):
+                _unmove(log_ra[q], log_a[q], log_rb[q], log_b[q], cell_n, row_n)
+            for t in range(m):
+                x[sel[t], v] = k1
+    return accepted, n_moves
