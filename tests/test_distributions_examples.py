@@ -6,6 +6,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import xarray as xr
 
@@ -28,7 +29,10 @@ def test_noisy_counts_example(tmp_path, capsys):
     assert out == tmp_path
     assert {"release.json", "posterior.nc", "smoking_rate.png"} <= {p.name for p in out.iterdir()}
     release = D.Release.from_json((out / "release.json").read_text())
-    assert release.clamped and release.rounded and release.values.shape == (3, 2)
+    # discrete noise: the release is an integer table as drawn (no clamping, nothing to round)
+    assert not release.clamped and not release.rounded and release.values.shape == (3, 2)
+    assert release.mechanism.name == "discrete_laplace"
+    np.testing.assert_array_equal(release.values, np.round(release.values))
     tree = xr.open_datatree(out / "posterior.nc", engine="h5netcdf")
     nodes = json.loads(tree.attrs[D.LEDGER_ATTR])
     assert [n["tag"] for n in nodes] == ["age x smoking"]
