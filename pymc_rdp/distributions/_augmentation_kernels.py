@@ -378,25 +378,6 @@ def _flip(
     c = _config(x, j, v, n_par, par, stride)
     row = row_off[v] + c
     base = cell_off[v] + c * card[v]
-    delta = _move(
-        v,
-        row,
-        base + x[j, v],
-        row,
-        base + knew,
-        True,
-        cell_n,
-        row_n,
-        kind,
-        coef,
-        r,
-        y,
-        logt,
-        acell,
-        arow,
-        lg_cell,
-        lg_row,
-    )
     log_ra[start] = row
     log_a[start] = base + x[j, v]
     log_rb[start] = row
@@ -409,12 +390,16 @@ def _flip(
     for i in range(n_ch[v]):
         w = ch[v, i]
         _locate(x, j, w, card, n_par, par, stride, cell_off, row_off, log_rb, log_b, start + 1 + i)
+    x[j, v] = kold  # the caller decides
+    delta = 0.0
+    for i in range(1 + n_ch[v]):
+        q = start + i
         delta += _move(
-            w,
-            log_ra[start + 1 + i],
-            log_a[start + 1 + i],
-            log_rb[start + 1 + i],
-            log_b[start + 1 + i],
+            v if i == 0 else ch[v, i - 1],
+            log_ra[q],
+            log_a[q],
+            log_rb[q],
+            log_b[q],
             True,
             cell_n,
             row_n,
@@ -428,7 +413,6 @@ def _flip(
             lg_cell,
             lg_row,
         )
-    x[j, v] = kold  # the caller decides
     return delta
 
 
