@@ -1311,6 +1311,24 @@ def advanced_composition(
 # --------------------------------------------------------------------------------------------------
 
 
+def _discrete_args(
+    orders: ArrayLike, scale: ArrayLike, scale_name: str, sensitivity: ArrayLike, *, l1: bool
+) -> list[Any]:
+    """Checked, mutually broadcastable orders, scale and sensitivity of a discrete curve.
+
+    With ``l1`` the sensitivity must be >= 1 (a non-zero integer shift has ℓ1 norm >= 1).
+    """
+    a = _curve_orders(orders)
+    s = _positive(scale, scale_name)
+    d = _positive(sensitivity, "sensitivity")
+    if l1 and np.any(np.asarray(d) < 1.0 - 1e-9):
+        raise ValueError(
+            "sensitivity must be >= 1 for an integer query (a non-zero integer shift has ℓ1 "
+            "norm >= 1)"
+        )
+    return _broadcast((a, "orders"), (s, scale_name), (d, "sensitivity"))
+
+
 def discrete_gaussian(
     orders: ArrayLike, sigma: ArrayLike, sensitivity: ArrayLike = 1.0
 ) -> np.ndarray:
@@ -1351,10 +1369,7 @@ def discrete_gaussian(
     numpy.ndarray
         ε(α), float64, of the broadcast shape of the inputs.
     """
-    a = _curve_orders(orders)
-    s = _positive(sigma, "sigma")
-    d = _positive(sensitivity, "sensitivity")
-    a, s, d = _broadcast((a, "orders"), (s, "sigma"), (d, "sensitivity"))
+    a, s, d = _discrete_args(orders, sigma, "sigma", sensitivity, l1=False)
     return _out(a * ((d / s) ** 2 / 2.0))
 
 
@@ -1468,15 +1483,7 @@ def discrete_laplace(
     numpy.ndarray
         ε(α), float64, of the broadcast shape of the inputs.
     """
-    a = _curve_orders(orders)
-    t_arr = check_positive(scale, "scale")
-    d_arr = check_positive(sensitivity, "sensitivity")
-    if (d_arr < 1.0 - 1e-9).any():
-        raise ValueError(
-            "sensitivity must be >= 1 for an integer query (a non-zero integer shift has ℓ1 "
-            "norm >= 1)"
-        )
-    a, t_arr, d_arr = _broadcast((a, "orders"), (t_arr, "scale"), (d_arr, "sensitivity"))
+    a, t_arr, d_arr = _discrete_args(orders, scale, "scale", sensitivity, l1=True)
     shape = np.broadcast_shapes(np.shape(a), np.shape(t_arr), np.shape(d_arr))
     ab = np.broadcast_to(a, shape).reshape(-1)
     tb = np.broadcast_to(t_arr, shape).reshape(-1)

@@ -414,39 +414,28 @@ def _single_pld(key: tuple, count: int, pessimistic: bool, interval: float) -> A
     from dp_accounting.privacy_accountant import NeighboringRelation
 
     kind = key[0]
+    common = {"pessimistic_estimate": pessimistic, "value_discretization_interval": interval}
     if kind == "gaussian_mu":
         # one Gaussian of standard deviation 1 and sensitivity μ: exactly μ-GDP
         return pld.from_gaussian_mechanism(
-            standard_deviation=1.0,
-            sensitivity=key[1],
-            pessimistic_estimate=pessimistic,
-            value_discretization_interval=interval,
-            use_connect_dots=pessimistic,
+            standard_deviation=1.0, sensitivity=key[1], use_connect_dots=pessimistic, **common
         )
     if kind == "laplace":
         one = pld.from_laplace_mechanism(
-            key[1],
-            sensitivity=key[2],
-            pessimistic_estimate=pessimistic,
-            value_discretization_interval=interval,
-            use_connect_dots=pessimistic,
+            key[1], sensitivity=key[2], use_connect_dots=pessimistic, **common
         )
     elif kind == "randomized_response":
         # dp-accounting's noise parameter q: the bit is kept with probability 1 − q/2 = p
         one = pld.from_randomized_response(
             noise_parameter=2.0 * (1.0 - key[1]),
             num_buckets=2,
-            pessimistic_estimate=pessimistic,
-            value_discretization_interval=interval,
             neighboring_relation=NeighboringRelation.REPLACE_ONE,
+            **common,
         )
     elif kind == "discrete_laplace":
         # P[x] ∝ exp(−|x|/t) is dp-accounting's exp(−a|x|) with a = 1/t (rounded up: less noise)
         one = pld.from_discrete_laplace_mechanism(
-            math.nextafter(1.0 / key[1], math.inf),
-            sensitivity=key[2],
-            pessimistic_estimate=pessimistic,
-            value_discretization_interval=interval,
+            math.nextafter(1.0 / key[1], math.inf), sensitivity=key[2], **common
         )
     else:  # pragma: no cover - keys come from _pld_key
         raise ValueError(f"no PLD for {kind!r}")

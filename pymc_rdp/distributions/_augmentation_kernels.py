@@ -187,18 +187,33 @@ def _config(x, j, v, n_par, par, stride):
 
 
 @njit(cache=True)
+def _locate(x, j, v, card, n_par, par, stride, cell_off, row_off, rows, cells, at):
+    """Write record j's row and cell of family ``v`` into ``rows[at]`` and ``cells[at]``."""
+    c = _config(x, j, v, n_par, par, stride)
+    rows[at] = row_off[v] + c
+    cells[at] = cell_off[v] + c * card[v] + x[j, v]
+
+
+@njit(cache=True)
+def _other_state(k, kv):
+    """A state of a node with ``kv`` states other than ``k``, uniformly."""
+    other = np.random.randint(0, kv - 1)
+    if other >= k:
+        other += 1
+    return other
+
+
+@njit(cache=True)
+def _undo(log_ra, log_a, log_rb, log_b, used, cell_n, row_n):
+    """Undo the first ``used`` logged moves, last first."""
+    for q in range(used - 1, -1, -1):
+        _unmove(log_ra[q], log_a[q], log_rb[q], log_b[q], cell_n, row_n)
+
+
+@njit(cache=True)
 def tabulate(x, net, cell_n, row_n):
     """Fill ``cell_n`` and ``row_n`` with the family tables of the records ``x``."""
-    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = (
-        net[0],
-        net[1],
-        net[2],
-        net[3],
-        net[4],
-        net[5],
-        net[6],
-        net[7],
-    )
+    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
     cell_n[:] = 0
     row_n[:] = 0
     n, d = x.shape
@@ -212,27 +227,8 @@ def tabulate(x, net, cell_n, row_n):
 @njit(cache=True)
 def log_target(cell_n, row_n, bd, net, obs):
     """The whole log target (up to a constant): Σ cell terms + Σ row terms (tests only)."""
-    card, _n_par, _par, _stride, cell_off, row_off, _n_ch, _ch = (
-        net[0],
-        net[1],
-        net[2],
-        net[3],
-        net[4],
-        net[5],
-        net[6],
-        net[7],
-    )
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
-        obs[0],
-        obs[1],
-        obs[2],
-        obs[3],
-        obs[4],
-        obs[5],
-        obs[6],
-        obs[7],
-        obs[8],
-    )
+    card, _n_par, _par, _stride, cell_off, row_off, _n_ch, _ch = net
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
     total = 0.0
     for v in range(card.shape[0]):
         n_cfg = (cell_off[v + 1] - cell_off[v]) // card[v]
@@ -262,16 +258,7 @@ def _log_gamma_variate(a):
 @njit(cache=True)
 def draw_theta(cell_n, alpha0, net, theta, buf):
     """θ | x: every CPT row ``Dirichlet(α₀ + n_c)``, into ``theta`` (flat like ``cell_n``)."""
-    card, _n_par, _par, _stride, cell_off, _row_off, _n_ch, _ch = (
-        net[0],
-        net[1],
-        net[2],
-        net[3],
-        net[4],
-        net[5],
-        net[6],
-        net[7],
-    )
+    card, _n_par, _par, _stride, cell_off, _row_off, _n_ch, _ch = net
     for v in range(card.shape[0]):
         kv = card[v]
         n_cfg = (cell_off[v + 1] - cell_off[v]) // kv
@@ -297,27 +284,8 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
     For each record j: propose x*_j ~ p(x | θ) by forward sampling and accept with probability
     min(1, η(y | s − t(x_j) + t(x*_j)) / η(y | s)). Returns the number of accepted records.
     """
-    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = (
-        net[0],
-        net[1],
-        net[2],
-        net[3],
-        net[4],
-        net[5],
-        net[6],
-        net[7],
-    )
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
-        obs[0],
-        obs[1],
-        obs[2],
-        obs[3],
-        obs[4],
-        obs[5],
-        obs[6],
-        obs[7],
-        obs[8],
-    )
+    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
     n, d = x.shape
     xnew = np.empty(d, dtype=np.int64)
     old_cell = np.empty(d, dtype=np.int64)
@@ -342,9 +310,7 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
             xnew[v] = k
             new_cell[v] = base + k
             new_row[v] = row_off[v] + c
-            c_old = _config(x, j, v, n_par, par, stride)
-            old_cell[v] = cell_off[v] + c_old * card[v] + x[j, v]
-            old_row[v] = row_off[v] + c_old
+            _locate(x, j, v, card, n_par, par, stride, cell_off, row_off, old_row, old_cell, v)
         delta = 0.0
         for v in range(d):
             delta += _move(
@@ -412,25 +378,6 @@ def _flip(
     c = _config(x, j, v, n_par, par, stride)
     row = row_off[v] + c
     base = cell_off[v] + c * card[v]
-    delta = _move(
-        v,
-        row,
-        base + x[j, v],
-        row,
-        base + knew,
-        True,
-        cell_n,
-        row_n,
-        kind,
-        coef,
-        r,
-        y,
-        logt,
-        acell,
-        arow,
-        lg_cell,
-        lg_row,
-    )
     log_ra[start] = row
     log_a[start] = base + x[j, v]
     log_rb[start] = row
@@ -438,21 +385,21 @@ def _flip(
     kold = x[j, v]
     for i in range(n_ch[v]):
         w = ch[v, i]
-        cw = _config(x, j, w, n_par, par, stride)
-        log_ra[start + 1 + i] = row_off[w] + cw
-        log_a[start + 1 + i] = cell_off[w] + cw * card[w] + x[j, w]
+        _locate(x, j, w, card, n_par, par, stride, cell_off, row_off, log_ra, log_a, start + 1 + i)
     x[j, v] = knew
     for i in range(n_ch[v]):
         w = ch[v, i]
-        cw = _config(x, j, w, n_par, par, stride)
-        log_rb[start + 1 + i] = row_off[w] + cw
-        log_b[start + 1 + i] = cell_off[w] + cw * card[w] + x[j, w]
+        _locate(x, j, w, card, n_par, par, stride, cell_off, row_off, log_rb, log_b, start + 1 + i)
+    x[j, v] = kold  # the caller decides
+    delta = 0.0
+    for i in range(1 + n_ch[v]):
+        q = start + i
         delta += _move(
-            w,
-            log_ra[start + 1 + i],
-            log_a[start + 1 + i],
-            log_rb[start + 1 + i],
-            log_b[start + 1 + i],
+            v if i == 0 else ch[v, i - 1],
+            log_ra[q],
+            log_a[q],
+            log_rb[q],
+            log_b[q],
             True,
             cell_n,
             row_n,
@@ -466,7 +413,6 @@ def _flip(
             lg_cell,
             lg_row,
         )
-    x[j, v] = kold  # the caller decides
     return delta
 
 
@@ -475,27 +421,8 @@ def site_sweep(x, net, obs, cell_n, row_n):
     """Collapsed single-attribute moves: for every record and node, propose a uniformly chosen
     other state and accept by the collapsed target (BD score × η) over its Markov blanket
     (the node's family cell and its children's). Returns (accepted, proposed)."""
-    card, n_par, par, stride, cell_off, row_off, n_ch, ch = (
-        net[0],
-        net[1],
-        net[2],
-        net[3],
-        net[4],
-        net[5],
-        net[6],
-        net[7],
-    )
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
-        obs[0],
-        obs[1],
-        obs[2],
-        obs[3],
-        obs[4],
-        obs[5],
-        obs[6],
-        obs[7],
-        obs[8],
-    )
+    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
     n, d = x.shape
     width = 1 + ch.shape[1]
     log_a = np.empty(width, dtype=np.int64)
@@ -510,9 +437,7 @@ def site_sweep(x, net, obs, cell_n, row_n):
             if kv < 2:
                 continue
             kold = x[j, v]
-            knew = np.random.randint(0, kv - 1)
-            if knew >= kold:
-                knew += 1
+            knew = _other_state(kold, kv)
             proposed += 1
             delta = _flip(
                 x,
@@ -548,8 +473,7 @@ def site_sweep(x, net, obs, cell_n, row_n):
                 x[j, v] = knew
                 accepted += 1
             else:
-                for i in range(n_ch[v], -1, -1):
-                    _unmove(log_ra[i], log_a[i], log_rb[i], log_b[i], cell_n, row_n)
+                _undo(log_ra, log_a, log_rb, log_b, 1 + n_ch[v], cell_n, row_n)
     return accepted, proposed
 
 
@@ -582,27 +506,8 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
     ratio of the target sums the moved records' changes to v's family row and to their rows of
     v's children's families. Returns (accepted, proposed).
     """
-    card, n_par, par, stride, cell_off, row_off, n_ch, ch = (
-        net[0],
-        net[1],
-        net[2],
-        net[3],
-        net[4],
-        net[5],
-        net[6],
-        net[7],
-    )
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = (
-        obs[0],
-        obs[1],
-        obs[2],
-        obs[3],
-        obs[4],
-        obs[5],
-        obs[6],
-        obs[7],
-        obs[8],
-    )
+    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
     n = x.shape[0]
     kv = card[v]
     if kv < 2 or n == 0:
@@ -636,9 +541,7 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
     for _ in range(n_moves):
         i = np.random.randint(0, n)
         k1 = x[i, v]
-        k2 = np.random.randint(0, kv - 1)
-        if k2 >= k1:
-            k2 += 1
+        k2 = _other_state(k1, kv)
         c = _config(x, i, v, n_par, par, stride)
         l1 = c * kv + k1
         l2 = c * kv + k2
@@ -710,8 +613,7 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
                         size[l - 1] += 1
                         p = f
         else:
-            for q in range(used - 1, -1, -1):
-                _unmove(log_ra[q], log_a[q], log_rb[q], log_b[q], cell_n, row_n)
+            _undo(log_ra, log_a, log_rb, log_b, used, cell_n, row_n)
             for t in range(m):
                 x[sel[t], v] = k1
     return accepted, n_moves

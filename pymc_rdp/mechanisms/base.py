@@ -296,6 +296,29 @@ class CalibrationTarget:
         """Whether a curve evaluated on ``self.orders`` meets the target."""
         return self.value(curve) <= self.epsilon
 
+    def least_gaussian_sigma(
+        self, curve: Callable[[np.ndarray, float, float], np.ndarray], sensitivity: float
+    ) -> float:
+        """The least σ with ``curve(self.orders, σ, sensitivity)`` meeting the target.
+
+        For curves ε(α) = αΔ₂²/(2σ²) (the Gaussian mechanism, Mironov 2017, Proposition 7, and
+        the discrete Gaussian, Canonne, Kamath & Steinke 2020): at one order λ the closed form
+        σ = Δ₂ √(λ/(2ε)) adjusted to the last ulp so that the curve meets ε; with δ the least σ
+        by :func:`least_noise` (bisection in log σ) from Δ₂/ε.
+        """
+
+        def meets(sigma: float) -> bool:
+            return self.met_by(curve(self.orders, sigma, sensitivity))
+
+        if self.order is None:
+            return least_noise(meets, sensitivity / self.epsilon)
+        sigma = sensitivity * math.sqrt(self.order / (2.0 * self.epsilon))
+        while not meets(sigma):
+            sigma = math.nextafter(sigma, math.inf)
+        while meets(down := math.nextafter(sigma, 0.0)):
+            sigma = down
+        return sigma
+
 
 class CustomCurve(Mechanism):
     """A fixed RDP curve given on a set of orders, for charging an analysis done elsewhere.

@@ -42,6 +42,14 @@ SCHEMES = ("paper", "fixed-alpha")
 _CALIBRATION_MARGIN = 1e-14  # the numpy path solves for ε(1 − margin), then checks the curve
 
 
+def check_setting(analysis: str, neighbours: str) -> None:
+    """ValueError unless ``analysis`` is in ``ANALYSES`` and ``neighbours`` in ``NEIGHBOURS``."""
+    if analysis not in ANALYSES:
+        raise ValueError(f"analysis must be one of {ANALYSES}, got {analysis!r}")
+    if neighbours not in NEIGHBOURS:
+        raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+
+
 def _positive_array(value: Any, name: str) -> np.ndarray:
     arr = as_float_array(value, name)
     if (arr <= 0).any():
@@ -96,10 +104,7 @@ class DirichletMechanism(Mechanism):
         analysis: str = "theorem1",
         neighbours: str = "replace-one",
     ) -> None:
-        if analysis not in ANALYSES:
-            raise ValueError(f"analysis must be one of {ANALYSES}, got {analysis!r}")
-        if neighbours not in NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+        check_setting(analysis, neighbours)
         self.r = _positive_array(r, "r")
         self.alpha = _positive_array(alpha, "alpha")
         self.l2_sensitivity = _positive_array(l2_sensitivity, "l2_sensitivity")

@@ -38,9 +38,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import rdp as _rdp
-from ..dirichlet_divergence import NEIGHBOURS, exact_add_remove_pieces
+from ..dirichlet_divergence import exact_add_remove_pieces
 from .base import Mechanism, resolve_orders
-from .dirichlet import ANALYSES, DirichletMechanism
+from .dirichlet import DirichletMechanism, check_setting
 
 __all__ = ["DirichletTableMechanism"]
 
@@ -94,10 +94,7 @@ class DirichletTableMechanism(Mechanism):
             raise TypeError(f"rows must be a whole number >= 1, got {rows!r}")
         if rows < 1:
             raise ValueError(f"rows must be >= 1, got {rows}")
-        if analysis not in ANALYSES:
-            raise ValueError(f"analysis must be one of {ANALYSES}, got {analysis!r}")
-        if neighbours not in NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+        check_setting(analysis, neighbours)
         self.rows = int(rows)
         self.row_mechanism = DirichletMechanism(
             r, alpha, l2_sensitivity, linf_sensitivity, analysis=analysis, neighbours=neighbours

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .. import rdp as _rdp
-from .base import CalibrationTarget, check_positive_scalar, least_noise
+from .base import CalibrationTarget, check_positive_scalar
 from .discrete import DiscreteNoiseMechanism
 from .exact_sampling import discrete_gaussian as _sample
 
@@ -103,16 +103,4 @@ class DiscreteGaussianMechanism(DiscreteNoiseMechanism):
         """
         target = CalibrationTarget(epsilon, order, delta, orders, allow_inf_order=False)
         sens = check_positive_scalar(sensitivity, "sensitivity")
-
-        def meets(sigma: float) -> bool:
-            return target.met_by(_rdp.discrete_gaussian(target.orders, sigma, sens))
-
-        if target.order is not None:
-            sigma = sens * math.sqrt(target.order / (2.0 * target.epsilon))
-            while not meets(sigma):
-                sigma = math.nextafter(sigma, math.inf)
-            while meets(down := math.nextafter(sigma, 0.0)):
-                sigma = down
-        else:
-            sigma = least_noise(meets, sens / target.epsilon)
-        return cls(sigma, sens)
+        return cls(target.least_gaussian_sigma(_rdp.discrete_gaussian, sens), sens)

@@ -33,6 +33,7 @@ float σ² cost no more than small ones.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
@@ -214,6 +215,14 @@ def _check_size(size: Any) -> tuple[int, ...]:
     return shape
 
 
+def _draws(size: Any, noise_source: Any, draw: Callable[[BitStream], int]) -> np.ndarray:
+    """``draw(bits)`` repeated for every element of an int64 array of shape ``size``."""
+    shape = _check_size(size)
+    bits = BitStream(resolve_noise_source(noise_source))
+    out = [draw(bits) for _ in range(math.prod(shape))]
+    return np.array(out, dtype=np.int64).reshape(shape)
+
+
 def discrete_laplace(scale: Any, size: Any = (), noise_source: Any = None) -> np.ndarray:
     """Independent discrete Laplace draws, P[x] ∝ exp(−|x|/scale), as an int64 array.
 
@@ -227,12 +236,8 @@ def discrete_laplace(scale: Any, size: Any = (), noise_source: Any = None) -> np
         Source of the random bits (default: OS entropy).
     """
     q = exact_fraction(scale, "scale")
-    shape = _check_size(size)
-    bits = BitStream(resolve_noise_source(noise_source))
     t, s = q.numerator, q.denominator  # scale t/s
-    n = math.prod(shape)
-    out = [sample_discrete_laplace(t, s, bits) for _ in range(n)]
-    return np.array(out, dtype=np.int64).reshape(shape)
+    return _draws(size, noise_source, lambda bits: sample_discrete_laplace(t, s, bits))
 
 
 def discrete_gaussian(sigma: Any, size: Any = (), noise_source: Any = None) -> np.ndarray:
@@ -249,10 +254,6 @@ def discrete_gaussian(sigma: Any, size: Any = (), noise_source: Any = None) -> n
         Source of the random bits (default: OS entropy).
     """
     q = exact_fraction(sigma, "sigma")
-    shape = _check_size(size)
-    bits = BitStream(resolve_noise_source(noise_source))
     var = q * q
     a, b = var.numerator, var.denominator
-    n = math.prod(shape)
-    out = [sample_discrete_gaussian(a, b, bits) for _ in range(n)]
-    return np.array(out, dtype=np.int64).reshape(shape)
+    return _draws(size, noise_source, lambda bits: sample_discrete_gaussian(a, b, bits))

@@ -9,7 +9,6 @@ Release ``value + N(0, σ² I)``. For a query with ℓ2 sensitivity Δ₂ it is 
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -19,7 +18,6 @@ from .additive import AdditiveNoiseMechanism
 from .base import (
     CalibrationTarget,
     check_positive_scalar,
-    least_noise,
 )
 
 __all__ = ["GaussianMechanism"]
@@ -97,16 +95,4 @@ class GaussianMechanism(AdditiveNoiseMechanism):
             from ..tight_accounting import gaussian_sigma
 
             return cls(gaussian_sigma(target.epsilon, target.delta, sens), sens)
-
-        def meets(sigma: float) -> bool:
-            return target.met_by(_rdp.gaussian(target.orders, sigma, sens))
-
-        if target.order is not None:
-            sigma = sens * math.sqrt(target.order / (2.0 * target.epsilon))
-            while not meets(sigma):
-                sigma = math.nextafter(sigma, math.inf)
-            while meets(down := math.nextafter(sigma, 0.0)):
-                sigma = down
-        else:
-            sigma = least_noise(meets, sens / target.epsilon)
-        return cls(sigma, sens)
+        return cls(target.least_gaussian_sigma(_rdp.gaussian, sens), sens)
