@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from fractions import Fraction
+from typing import Any
 
 import mpmath as mp
 import numpy as np
@@ -278,3 +279,40 @@ def test_draw_rate_for_a_table_the_size_of_adults_largest(capsys):
     with capsys.disabled():
         print(f"\n16,384 draws: discrete Gaussian {dg:.2f} s, discrete Laplace {dl:.2f} s")
     assert dg < 10.0 and dl < 10.0
+
+
+def test_discrete_gaussian_law_is_exact_given_exact_primitives(monkeypatch):
+    """Algorithm 3's logic: each candidate y of the discrete Laplace of scale t is accepted by the
+    code with probability exp(−num/den); with exact primitives (checked above) the output law is
+    P[y] ∝ DLap_t(y)·exp(−num/den). Read num/den and t off the code itself for every y and check
+    that this law is the discrete Gaussian pmf exp(−y²/(2σ²))/Z, in 50-digit arithmetic."""
+    mp.mp.dps = 50
+    for a, b in [(1, 1), (3, 2), (7, 3), (41, 1), (1, 5)]:  # σ² = a / b
+        calls: dict[str, Any] = {}
+
+        def fake_laplace(t, s, bits, calls=calls):
+            calls["t"], calls["s"] = t, s
+            return calls["y"]
+
+        def fake_bernoulli(num, den, bits, calls=calls):
+            calls["gamma"] = (num, den)
+            return True
+
+        monkeypatch.setattr(es, "sample_discrete_laplace", fake_laplace)
+        monkeypatch.setattr(es, "bernoulli_exp", fake_bernoulli)
+        sigma2 = mp.mpf(a) / b
+        ys = range(-60, 61)
+        weights = {}
+        for y in ys:
+            calls["y"] = y
+            assert es.sample_discrete_gaussian(a, b, None) == y
+            t, s = calls["t"], calls["s"]
+            assert s == 1 and t == int(mp.floor(mp.sqrt(sigma2))) + 1
+            num, den = calls["gamma"]
+            r = mp.e ** (-mp.mpf(1) / t)
+            weights[y] = (1 - r) / (1 + r) * r ** abs(y) * mp.e ** (-mp.mpf(num) / den)
+        z_out = mp.fsum(weights.values())
+        z_dg = mp.fsum(mp.e ** (-(mp.mpf(y) ** 2) / (2 * sigma2)) for y in ys)
+        for y in ys:
+            target = mp.e ** (-(mp.mpf(y) ** 2) / (2 * sigma2)) / z_dg
+            assert abs(weights[y] / z_out - target) < mp.mpf(10) ** -40, (a, b, y)
