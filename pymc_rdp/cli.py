@@ -781,12 +781,11 @@ def _guarantee(acc: Any, epsilon: float, order: float | None, delta: float | Non
 
 def _release_record(bn: Any, node: str) -> dict[str, Any]:
     rel = bn.releases[node]
-    coords = bn.coords()
     record: dict[str, Any] = {
         "node": node,
         "parents": list(bn.parents[node]),
-        "parent_configurations": coords[f"{node}_parent_config"],
-        "states": coords[f"{node}_state"],
+        "parent_configurations": bn.parent_configurations(node),
+        "states": [str(s) for s in bn.states[node]],
     }
     if hasattr(rel, "to_dict"):
         record["kind"] = "noisy counts (flattened family table: parent configuration-major)"
@@ -1247,21 +1246,21 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
         add(
             f"NUTS sampled the noise-aware model: {sm['chains']} chain(s) × {sm['draws']} draws "
             f"after {sm['tune']} tuning steps. `posterior.nc` holds the draws of every CPT "
-            "(`<variable>_cpt`, dims `<variable>_parent_config` × `<variable>_state`)."
+            "(`<variable>_cpt`, one flat dim `<variable>_cell`, labels `parents | variable=state`)."
         )
     elif mech == "dirichlet":
         add(
             "With the Dirichlet mechanism each released CPT row is one exact draw from "
             "Dirichlet(r·counts + α): a draw from the posterior under a Dirichlet(α) prior with "
             "the likelihood tempered by r, which is what makes it private. "
-            "`posterior.nc` holds the draws as one chain of one draw (`<variable>_cpt`, dims "
-            "`<variable>_parent_config` × `<variable>_state`). More draws would be more releases "
+            "`posterior.nc` holds the draws as one chain of one draw (`<variable>_cpt`, one flat "
+            "dim `<variable>_cell`). More draws would be more releases "
             "and would cost more budget, so the private CPTs have one value per probability."
         )
     else:
         add(
             "`posterior.nc` holds the estimated CPTs as one chain of one draw (`<variable>_cpt`, "
-            "dims `<variable>_parent_config` × `<variable>_state`)."
+            "one flat dim `<variable>_cell`)."
         )
     if s["public_reference"]:
         add("")
