@@ -45,7 +45,7 @@ def test_whole_network_summary_ess_rhat_forest(insurance) -> None:
     # the summary's means are the exact draws' means, cell by cell
     draws = bn.cpt_draws(idata, "PropCost")
     np.testing.assert_allclose(
-        summary.loc[label, "mean"], draws[:, 0, 0].mean(), atol=10 ** -2 + 1e-12
+        summary.loc[label, "mean"], draws[:, 0, 0].mean(), atol=10**-2 + 1e-12
     )
     ess, rhat = az.ess(idata), az.rhat(idata)
     for v in bn.nodes:
