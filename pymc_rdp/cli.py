@@ -376,6 +376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         with threadpool_limits(limits=1):
             args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+    except BrokenPipeError:
+        return _broken_pipe()
     except KeyboardInterrupt:
         _fail("interrupted")
         return 130
@@ -388,6 +391,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(_describe(exc))
         return 1
     return 0
+
+
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``pymc-rdp ledger --json | head -1``): stop quietly.
+
+    stdout is pointed at ``os.devnull`` so the interpreter's final flush does not raise again
+    (the recipe of the Python documentation, ``signal`` module, "Note on SIGPIPE"); exit 141 =
+    128 + SIGPIPE, the status of a command killed by the signal.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor
+        pass
+    return 141
 
 
 def _describe(exc: BaseException) -> str:
