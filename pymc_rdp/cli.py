@@ -460,6 +460,31 @@ class _Progress:
 # ------------------------------------------------------------------------------ budget
 
 
+def _check_applicable(args: argparse.Namespace) -> None:
+    """Refuse options that the chosen mechanism or inference would ignore.
+
+    * ``--inference`` other than ``auto`` needs ``--mechanism gaussian`` or ``laplace`` (the
+      Dirichlet mechanism releases the CPTs themselves: there is nothing to infer);
+    * ``--draws``, ``--tune``, ``--chains`` need a sampled posterior: not with the Dirichlet
+      mechanism (one released draw per CPT row) nor with ``--inference naive`` (point CPTs).
+    """
+    sampler = [f"--{k}" for k in ("draws", "tune", "chains") if getattr(args, k, None) is not None]
+    if args.mechanism == "dirichlet" and args.inference != "auto":
+        raise CLIError(
+            f"--inference {args.inference} applies only to --mechanism gaussian or laplace: the "
+            "Dirichlet mechanism releases the CPTs themselves"
+        )
+    if args.mechanism == "dirichlet" and sampler:
+        raise CLIError(
+            f"{', '.join(sampler)}: not used with --mechanism dirichlet, whose released CPTs are "
+            "one draw each (more draws would be more releases)"
+        )
+    if args.inference == "naive" and sampler:
+        raise CLIError(
+            f"{', '.join(sampler)}: not used with --inference naive, which samples nothing"
+        )
+
+
 def _budget(args: argparse.Namespace) -> tuple[float, float | None, float | None]:
     """(epsilon, order, delta) with the defaults applied."""
     epsilon = DEFAULT_EPSILON if args.epsilon is None else args.epsilon
@@ -1359,6 +1384,7 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
 
 
 def _cmd_demo(args: argparse.Namespace) -> None:
+    _check_applicable(args)
     epsilon, order, delta = _budget(args)
     _prepare_out(args.out)
     progress = _Progress(7, args.quiet)
@@ -1428,6 +1454,7 @@ def _cmd_demo(args: argparse.Namespace) -> None:
 
 
 def _cmd_fit(args: argparse.Namespace) -> None:
+    _check_applicable(args)
     epsilon, order, delta = _budget(args)
     progress = _Progress(6, args.quiet)
     # inputs are checked before any progress output, so that a bad input is one line on stderr

@@ -775,3 +775,37 @@ def test_report_carries_no_seed_and_unsafe_noise_is_marked(cancer_files, tmp_pat
     _run_fit([*base, "--seed", "48151", "--out", str(again)], monkeypatch)
     fam = [json.loads((o / "releases.json").read_text())["families"] for o in (safe, again)]
     assert fam[0][0]["values"] != fam[1][0]["values"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--mechanism", "dirichlet", "--inference", "joint"], "--inference joint applies only"),
+        (["--mechanism", "dirichlet", "--inference", "naive"], "--inference naive applies only"),
+        (["--mechanism", "dirichlet", "--draws", "50"], "--draws: not used with --mechanism"),
+        (["--chains", "3", "--tune", "9"], "--tune, --chains: not used with --mechanism"),
+        (
+            ["--mechanism", "gaussian", "--inference", "naive", "--draws", "9"],
+            "--draws: not used with --inference naive",
+        ),
+    ],
+)
+def test_options_that_do_not_apply_are_refused(cancer_files, tmp_path, capsys, options, message):
+    """An option the mechanism would ignore is an error (exit 1), before anything is released."""
+    out = tmp_path / "refused"
+    argv = [
+        *("fit", str(cancer_files["train"]), "--structure", str(cancer_files["json"])),
+        *("--schema", str(cancer_files["schema"]), "--out", str(out), "--quiet"),
+        *options,
+    ]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not out.exists()  # nothing written, nothing released
+
+
+def test_demo_refuses_sampler_options_with_the_dirichlet_mechanism(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--fast", "--draws", "10", "--out", str(out), "--quiet"]) == 1
+    assert "--draws: not used with --mechanism dirichlet" in capsys.readouterr().err
+    assert not out.exists()
