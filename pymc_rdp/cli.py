@@ -1038,8 +1038,10 @@ def run_pipeline(
     reference: dict[str, float] = {}
     ref_idata = None
     test_ll = None
+    test_scored = None
     if test is not None:
         test_ll = bn.log_likelihood(test, unseen="skip")
+        test_scored = (_scored_records(bn, test), len(test))
     if compare_grid or public_reference:
         import pandas as pd
 
@@ -1122,6 +1124,7 @@ def run_pipeline(
         "neighbours": neighbours,
         "has_test": test is not None,
         "test_log_likelihood": test_ll,
+        "test_scored": test_scored,
         "private": acc.within_guarantee,
         "declarations": acc.declarations,
         "guarantee": _guarantee(acc, epsilon, order, delta),
@@ -1316,7 +1319,7 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
         add("")
         add(
             f"Held-out log-likelihood per record of the estimated CPTs: "
-            f"**{s['test_log_likelihood']:.4f}**"
+            f"**{s['test_log_likelihood']:.4f}**, over {_scored_text(s['test_scored'])}"
             + (
                 f" (non-private: {next(iter(s['reference'].values())):.4f})."
                 if s["reference"]
@@ -1578,6 +1581,23 @@ def _public_n_records(bn: Any) -> int | None:
     return bn.n_records if declared else None
 
 
+def _scored_records(bn: Any, test: Any) -> int:
+    """Held-out records ``bn.log_likelihood(test, unseen="skip")`` scores: every value among
+    the fitted states (the rest are left out of its mean)."""
+    keep = np.ones(len(test), dtype=bool)
+    for v in bn.nodes:
+        keep &= np.asarray(test[v].isin(list(bn.states[v])), dtype=bool)
+    return int(keep.sum())
+
+
+def _scored_text(scored: tuple[int, int] | None) -> str:
+    """``"1,000 of 1,000 held-out records scored"`` (the analyst's own held-out file)."""
+    if scored is None:
+        return "held-out records"
+    n, total = scored
+    return f"{n:,} of {total:,} held-out records scored"
+
+
 def _print_summary(summary: dict[str, Any], out: Path, progress: _Progress) -> None:
     g = summary["guarantee"]
     if "order" in g:
@@ -1589,7 +1609,10 @@ def _print_summary(summary: dict[str, Any], out: Path, progress: _Progress) -> N
         what = f"(ε, δ) = ({g['epsilon_at_delta']:.4g}, {g['delta']:g})"
     print(f"released with the {summary['mechanism']} mechanism under {what}")
     if summary["test_log_likelihood"] is not None:
-        print(f"held-out log-likelihood per record: {summary['test_log_likelihood']:.4f}")
+        print(
+            f"held-out log-likelihood per record: {summary['test_log_likelihood']:.4f} "
+            f"({_scored_text(summary['test_scored'])})"
+        )
     print(f"results in {out}/ (report.md, posterior.nc, ledger.json, releases.json, figures/)")
     print(f"total time {progress.elapsed:.1f} s")
 

@@ -809,3 +809,25 @@ def test_demo_refuses_sampler_options_with_the_dirichlet_mechanism(tmp_path, cap
     assert main(["demo", "--fast", "--draws", "10", "--out", str(out), "--quiet"]) == 1
     assert "--draws: not used with --mechanism dirichlet" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_fit_reports_how_many_held_out_records_were_scored(cancer_files, tmp_path, capsys):
+    """Held-out records with a state the fit never saw are left out of the mean: say how many
+    were scored (the analyst's own held-out file), on stdout and in the report."""
+    import pandas as pd
+
+    test = pd.read_csv(cancer_files["test"])
+    odd = test.iloc[:7].copy()
+    odd["Xray"] = "unreadable"  # not a state of the training records
+    path = tmp_path / "test_odd.csv"
+    pd.concat([test, odd]).to_csv(path, index=False)
+    out = tmp_path / "scored"
+    argv = [
+        *("fit", str(cancer_files["train"]), "--structure", str(cancer_files["json"])),
+        *("--states-from-data", "--test", str(path), "--out", str(out), "--quiet"),
+    ]
+    assert main(argv) == 0
+    stdout = capsys.readouterr().out
+    expected = f"{len(test):,} of {len(test) + 7:,} held-out records scored"
+    assert expected in stdout
+    assert expected in (out / "report.md").read_text()
