@@ -1326,6 +1326,13 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
                 else "."
             )
         )
+    if bn.idata is not None:
+        from .report_posterior import posterior_section
+
+        add("")
+        add("### CPT posteriors and convergence")
+        add("")
+        lines.extend(posterior_section(bn, bn.idata))
     add("")
     add("## The ledger")
     add("")

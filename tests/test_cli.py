@@ -830,4 +830,9 @@ def test_fit_reports_how_many_held_out_records_were_scored(cancer_files, tmp_pat
     stdout = capsys.readouterr().out
     expected = f"{len(test):,} of {len(test) + 7:,} held-out records scored"
     assert expected in stdout
-    assert expected in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert expected in report
+    # the posterior section: released CPTs (one draw), nothing to diagnose, declared states
+    assert "### CPT posteriors and convergence" in report
+    assert "Convergence diagnostics: none" in report
+    assert report.count("| parent configuration |") == 5  # one table per node
