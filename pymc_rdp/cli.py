@@ -376,6 +376,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         with threadpool_limits(limits=1):
             args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+    except BrokenPipeError:
+        return _broken_pipe()
     except KeyboardInterrupt:
         _fail("interrupted")
         return 130
@@ -388,6 +391,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fail(_describe(exc))
         return 1
     return 0
+
+
+def _broken_pipe() -> int:
+    """The reader of stdout went away (``pymc-rdp ledger --json | head -1``): stop quietly.
+
+    stdout is pointed at ``os.devnull`` so the interpreter's final flush does not raise again
+    (the recipe of the Python documentation, ``signal`` module, "Note on SIGPIPE"); exit 141 =
+    128 + SIGPIPE, the status of a command killed by the signal.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor
+        pass
+    return 141
 
 
 def _describe(exc: BaseException) -> str:
@@ -440,6 +458,31 @@ class _Progress:
 
 
 # ------------------------------------------------------------------------------ budget
+
+
+def _check_applicable(args: argparse.Namespace) -> None:
+    """Refuse options that the chosen mechanism or inference would ignore.
+
+    * ``--inference`` other than ``auto`` needs ``--mechanism gaussian`` or ``laplace`` (the
+      Dirichlet mechanism releases the CPTs themselves: there is nothing to infer);
+    * ``--draws``, ``--tune``, ``--chains`` need a sampled posterior: not with the Dirichlet
+      mechanism (one released draw per CPT row) nor with ``--inference naive`` (point CPTs).
+    """
+    sampler = [f"--{k}" for k in ("draws", "tune", "chains") if getattr(args, k, None) is not None]
+    if args.mechanism == "dirichlet" and args.inference != "auto":
+        raise CLIError(
+            f"--inference {args.inference} applies only to --mechanism gaussian or laplace: the "
+            "Dirichlet mechanism releases the CPTs themselves"
+        )
+    if args.mechanism == "dirichlet" and sampler:
+        raise CLIError(
+            f"{', '.join(sampler)}: not used with --mechanism dirichlet, whose released CPTs are "
+            "one draw each (more draws would be more releases)"
+        )
+    if args.inference == "naive" and sampler:
+        raise CLIError(
+            f"{', '.join(sampler)}: not used with --inference naive, which samples nothing"
+        )
 
 
 def _budget(args: argparse.Namespace) -> tuple[float, float | None, float | None]:
@@ -781,12 +824,11 @@ def _guarantee(acc: Any, epsilon: float, order: float | None, delta: float | Non
 
 def _release_record(bn: Any, node: str) -> dict[str, Any]:
     rel = bn.releases[node]
-    coords = bn.coords()
     record: dict[str, Any] = {
         "node": node,
         "parents": list(bn.parents[node]),
-        "parent_configurations": coords[f"{node}_parent_config"],
-        "states": coords[f"{node}_state"],
+        "parent_configurations": bn.parent_configurations(node),
+        "states": [str(s) for s in bn.states[node]],
     }
     if hasattr(rel, "to_dict"):
         record["kind"] = "noisy counts (flattened family table: parent configuration-major)"
@@ -996,8 +1038,10 @@ def run_pipeline(
     reference: dict[str, float] = {}
     ref_idata = None
     test_ll = None
+    test_scored = None
     if test is not None:
         test_ll = bn.log_likelihood(test, unseen="skip")
+        test_scored = (_scored_records(bn, test), len(test))
     if compare_grid or public_reference:
         import pandas as pd
 
@@ -1080,6 +1124,7 @@ def run_pipeline(
         "neighbours": neighbours,
         "has_test": test is not None,
         "test_log_likelihood": test_ll,
+        "test_scored": test_scored,
         "private": acc.within_guarantee,
         "declarations": acc.declarations,
         "guarantee": _guarantee(acc, epsilon, order, delta),
@@ -1247,21 +1292,21 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
         add(
             f"NUTS sampled the noise-aware model: {sm['chains']} chain(s) × {sm['draws']} draws "
             f"after {sm['tune']} tuning steps. `posterior.nc` holds the draws of every CPT "
-            "(`<variable>_cpt`, dims `<variable>_parent_config` × `<variable>_state`)."
+            "(`<variable>_cpt`, one flat dim `<variable>_cell`, labels `parents | variable=state`)."
         )
     elif mech == "dirichlet":
         add(
             "With the Dirichlet mechanism each released CPT row is one exact draw from "
             "Dirichlet(r·counts + α): a draw from the posterior under a Dirichlet(α) prior with "
             "the likelihood tempered by r, which is what makes it private. "
-            "`posterior.nc` holds the draws as one chain of one draw (`<variable>_cpt`, dims "
-            "`<variable>_parent_config` × `<variable>_state`). More draws would be more releases "
+            "`posterior.nc` holds the draws as one chain of one draw (`<variable>_cpt`, one flat "
+            "dim `<variable>_cell`). More draws would be more releases "
             "and would cost more budget, so the private CPTs have one value per probability."
         )
     else:
         add(
             "`posterior.nc` holds the estimated CPTs as one chain of one draw (`<variable>_cpt`, "
-            "dims `<variable>_parent_config` × `<variable>_state`)."
+            "one flat dim `<variable>_cell`)."
         )
     if s["public_reference"]:
         add("")
@@ -1274,13 +1319,20 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
         add("")
         add(
             f"Held-out log-likelihood per record of the estimated CPTs: "
-            f"**{s['test_log_likelihood']:.4f}**"
+            f"**{s['test_log_likelihood']:.4f}**, over {_scored_text(s['test_scored'])}"
             + (
                 f" (non-private: {next(iter(s['reference'].values())):.4f})."
                 if s["reference"]
                 else "."
             )
         )
+    if bn.idata is not None:
+        from .report_posterior import posterior_section
+
+        add("")
+        add("### CPT posteriors and convergence")
+        add("")
+        lines.extend(posterior_section(bn, bn.idata))
     add("")
     add("## The ledger")
     add("")
@@ -1342,6 +1394,7 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
 
 
 def _cmd_demo(args: argparse.Namespace) -> None:
+    _check_applicable(args)
     epsilon, order, delta = _budget(args)
     _prepare_out(args.out)
     progress = _Progress(7, args.quiet)
@@ -1411,6 +1464,7 @@ def _cmd_demo(args: argparse.Namespace) -> None:
 
 
 def _cmd_fit(args: argparse.Namespace) -> None:
+    _check_applicable(args)
     epsilon, order, delta = _budget(args)
     progress = _Progress(6, args.quiet)
     # inputs are checked before any progress output, so that a bad input is one line on stderr
@@ -1534,6 +1588,23 @@ def _public_n_records(bn: Any) -> int | None:
     return bn.n_records if declared else None
 
 
+def _scored_records(bn: Any, test: Any) -> int:
+    """Held-out records ``bn.log_likelihood(test, unseen="skip")`` scores: every value among
+    the fitted states (the rest are left out of its mean)."""
+    keep = np.ones(len(test), dtype=bool)
+    for v in bn.nodes:
+        keep &= np.asarray(test[v].isin(list(bn.states[v])), dtype=bool)
+    return int(keep.sum())
+
+
+def _scored_text(scored: tuple[int, int] | None) -> str:
+    """``"1,000 of 1,000 held-out records scored"`` (the analyst's own held-out file)."""
+    if scored is None:
+        return "held-out records"
+    n, total = scored
+    return f"{n:,} of {total:,} held-out records scored"
+
+
 def _print_summary(summary: dict[str, Any], out: Path, progress: _Progress) -> None:
     g = summary["guarantee"]
     if "order" in g:
@@ -1545,7 +1616,10 @@ def _print_summary(summary: dict[str, Any], out: Path, progress: _Progress) -> N
         what = f"(ε, δ) = ({g['epsilon_at_delta']:.4g}, {g['delta']:g})"
     print(f"released with the {summary['mechanism']} mechanism under {what}")
     if summary["test_log_likelihood"] is not None:
-        print(f"held-out log-likelihood per record: {summary['test_log_likelihood']:.4f}")
+        print(
+            f"held-out log-likelihood per record: {summary['test_log_likelihood']:.4f} "
+            f"({_scored_text(summary['test_scored'])})"
+        )
     print(f"results in {out}/ (report.md, posterior.nc, ledger.json, releases.json, figures/)")
     print(f"total time {progress.elapsed:.1f} s")
 

@@ -347,6 +347,30 @@ def plot_privacy_utility(
     return ax
 
 
+def _unflatten(da: Any, node: str, cell: str, dc: str, ds: str) -> Any:
+    """A flat CPT (dim ``{node}_cell``, labels ``"config | node=state"`` or ``"node=state"``,
+    configuration-major) as the 2-D ``(dc, ds)`` array."""
+    import xarray as xr
+
+    configs: list[str] = []
+    states: list[str] = []
+    for label in (str(x) for x in da[cell].to_numpy()):
+        config, sep, rest = label.rpartition(" | ")
+        config = config if sep else "(none)"
+        state = rest[len(node) + 1 :] if rest.startswith(f"{node}=") else rest
+        if config not in configs:
+            configs.append(config)
+        if state not in states:
+            states.append(state)
+    if len(configs) * len(states) != da.sizes[cell]:
+        raise ValueError(f"node: the labels of {cell!r} are not a configuration × state grid")
+    arr = da.transpose("chain", "draw", cell).to_numpy()
+    arr = arr.reshape(arr.shape[0], arr.shape[1], len(configs), len(states))
+    return xr.DataArray(
+        arr, dims=("chain", "draw", dc, ds), coords={dc: configs, ds: states}, name=da.name
+    )
+
+
 def _cpt_array(idata: Any, var: str, dc: str, ds: str, label: str) -> Any:
     try:
         post = idata["posterior"].to_dataset()
@@ -355,6 +379,9 @@ def _cpt_array(idata: Any, var: str, dc: str, ds: str, label: str) -> Any:
     if post is None or var not in post.data_vars:
         raise ValueError(f"node: {label}has no posterior variable {var!r}")
     da = post[var]
+    cell = f"{var[: -len('_cpt')]}_cell"
+    if set(da.dims) == {"chain", "draw", cell}:
+        da = _unflatten(da, var[: -len("_cpt")], cell, dc, ds)
     if set(da.dims) != {"chain", "draw", dc, ds}:
         raise ValueError(f"node: {var!r} must have dims (chain, draw, {dc}, {ds}), got {da.dims}")
     return da.transpose("chain", "draw", dc, ds)

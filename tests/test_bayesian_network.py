@@ -516,13 +516,15 @@ def test_noise_aware_gaussian_posterior(toy: pd.DataFrame) -> None:
     # roots keep their CPT; a family with parents samples its whole table, the CPT derived
     assert [v.name for v in bn.model.free_RVs] == ["a_cpt", "b_family", "c_family"]
     assert [v.name for v in bn.model.deterministics] == ["b_cpt", "c_cpt"]
-    assert bn.model.named_vars_to_dims["c_family"] == ("c_family_cell",)
-    assert bn.model.coords["c_family_cell"][:3] == (
-        "a=lo,b=0,c=no",
-        "a=lo,b=0,c=yes",
-        "a=lo,b=1,c=no",
+    # the family table and the CPT share one flat dim: the same cells, configuration-major
+    assert bn.model.named_vars_to_dims["c_family"] == ("c_cell",)
+    assert bn.model.coords["c_cell"][:3] == (
+        "a=lo,b=0 | c=no",
+        "a=lo,b=0 | c=yes",
+        "a=lo,b=1 | c=no",
     )
-    assert bn.model.named_vars_to_dims["c_cpt"] == ("c_parent_config", "c_state")
+    assert bn.model.named_vars_to_dims["c_cpt"] == ("c_cell",)
+    assert bn.model.named_vars_to_dims["a_cpt"] == ("a_cell",)
     spent = bn.accountant.rdp().copy()
     with threadpool_limits(limits=1):  # threaded BLAS slows NUTS' small vector ops badly
         idata = bn.sample(draws=200, tune=200, chains=2, random_seed=3, progressbar=False)

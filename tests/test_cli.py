@@ -775,3 +775,64 @@ def test_report_carries_no_seed_and_unsafe_noise_is_marked(cancer_files, tmp_pat
     _run_fit([*base, "--seed", "48151", "--out", str(again)], monkeypatch)
     fam = [json.loads((o / "releases.json").read_text())["families"] for o in (safe, again)]
     assert fam[0][0]["values"] != fam[1][0]["values"]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--mechanism", "dirichlet", "--inference", "joint"], "--inference joint applies only"),
+        (["--mechanism", "dirichlet", "--inference", "naive"], "--inference naive applies only"),
+        (["--mechanism", "dirichlet", "--draws", "50"], "--draws: not used with --mechanism"),
+        (["--chains", "3", "--tune", "9"], "--tune, --chains: not used with --mechanism"),
+        (
+            ["--mechanism", "gaussian", "--inference", "naive", "--draws", "9"],
+            "--draws: not used with --inference naive",
+        ),
+    ],
+)
+def test_options_that_do_not_apply_are_refused(cancer_files, tmp_path, capsys, options, message):
+    """An option the mechanism would ignore is an error (exit 1), before anything is released."""
+    out = tmp_path / "refused"
+    argv = [
+        *("fit", str(cancer_files["train"]), "--structure", str(cancer_files["json"])),
+        *("--schema", str(cancer_files["schema"]), "--out", str(out), "--quiet"),
+        *options,
+    ]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not out.exists()  # nothing written, nothing released
+
+
+def test_demo_refuses_sampler_options_with_the_dirichlet_mechanism(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--fast", "--draws", "10", "--out", str(out), "--quiet"]) == 1
+    assert "--draws: not used with --mechanism dirichlet" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_fit_reports_how_many_held_out_records_were_scored(cancer_files, tmp_path, capsys):
+    """Held-out records with a state the fit never saw are left out of the mean: say how many
+    were scored (the analyst's own held-out file), on stdout and in the report."""
+    import pandas as pd
+
+    test = pd.read_csv(cancer_files["test"])
+    odd = test.iloc[:7].copy()
+    odd["Xray"] = "unreadable"  # not a state of the training records
+    path = tmp_path / "test_odd.csv"
+    pd.concat([test, odd]).to_csv(path, index=False)
+    out = tmp_path / "scored"
+    argv = [
+        *("fit", str(cancer_files["train"]), "--structure", str(cancer_files["json"])),
+        *("--states-from-data", "--test", str(path), "--out", str(out), "--quiet"),
+    ]
+    assert main(argv) == 0
+    stdout = capsys.readouterr().out
+    expected = f"{len(test):,} of {len(test) + 7:,} held-out records scored"
+    assert expected in stdout
+    report = (out / "report.md").read_text()
+    assert expected in report
+    # the posterior section: released CPTs (one draw), nothing to diagnose, declared states
+    assert "### CPT posteriors and convergence" in report
+    assert "Convergence diagnostics: none" in report
+    assert report.count("| parent configuration |") == 5  # one table per node

@@ -73,3 +73,32 @@ def test_a_signed_ledger_is_checked_with_the_key_file(tmp_path, capsys, good):
         assert status == 0 and "signature verified" in captured.out
     else:
         assert status == 1 and "signature does not verify" in captured.err
+
+
+def test_a_pipe_closed_early_stops_quietly(tmp_path):
+    """``pymc-rdp ledger --json FILE | head -1``: no broken-pipe traceback or error line."""
+    import os
+    import subprocess
+    import sys
+
+    acc = Accountant(budget=(1e6, 1e-6))
+    for _ in range(300):  # a ledger far larger than the pipe's buffer
+        acc.spend(LaplaceMechanism(20.0, 2.0), tag="more")
+    path = _write(tmp_path, acc.to_json())
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    script = "import sys; from pymc_rdp.cli import main; sys.exit(main())"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, "ledger", "--json", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    first = os.read(proc.stdout.fileno(), 64)  # the JSON is one long line: read its start
+    proc.stdout.close()  # and close the pipe, as `head -c 64` does
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    status = proc.wait(timeout=120)
+    assert first.startswith(b'{"format":"pymc-rdp-ledger"')
+    assert "Traceback" not in err and "BrokenPipe" not in err and "Broken pipe" not in err, err
+    assert err == ""
+    assert status == 141

@@ -125,7 +125,8 @@ def max_z(idata, exact) -> float:
     """Largest |z| of the sampler's first and second moments against the exact ones."""
     worst = 0.0
     for v, (m1, m2) in exact.items():
-        draws = idata["posterior"][f"{v}_cpt"].to_numpy()
+        flat = idata["posterior"][f"{v}_cpt"].to_numpy()  # (chain, draw, cells)
+        draws = flat.reshape(*flat.shape[:2], *np.shape(m1))
         sd1 = np.sqrt(np.maximum(m2 - m1**2, 1e-12))
         z1 = (draws.mean(axis=(0, 1)) - m1) / (sd1 / np.sqrt(_ess(draws)))
         sq = draws**2
@@ -219,7 +220,7 @@ def test_dirichlet_single_table_matches_grid():
         {"a": []}, {"a": ["x", "y"]}, {"a": (np.array([[released, 1 - released]]), mech)}, n
     )
     idata = da.sample(draws=4000, tune=200, chains=2, random_seed=3)
-    draws = idata["posterior"]["a_cpt"].to_numpy()[:, :, 0, 0]
+    draws = idata["posterior"]["a_cpt"].to_numpy()[:, :, 0]  # cell (config 0, state 0)
     grid = (np.arange(20000) + 0.5) / 20000
     s = np.arange(n + 1)
     log_binom = gammaln(n + 1) - gammaln(s + 1) - gammaln(n - s + 1)
@@ -281,10 +282,12 @@ def test_result_layout_matches_bayesian_network_names():
     idata = da.sample(draws=30, tune=5, chains=3, random_seed=0)
     post = idata["posterior"]
     assert set(post.data_vars) == {"a_cpt", "b_cpt", "c_cpt"}
-    assert post["c_cpt"].dims == ("chain", "draw", "c_parent_config", "c_state")
+    assert post["c_cpt"].dims == ("chain", "draw", "c_cell")  # one flat dim per CPT
     assert post.sizes["chain"] == 3 and post.sizes["draw"] == 30
-    assert list(post["c_parent_config"].values)[:2] == ["a=0,b=0", "a=0,b=1"]
-    np.testing.assert_allclose(post["c_cpt"].sum("c_state").to_numpy(), 1.0, rtol=1e-12)
+    labels = list(post["c_cell"].values)
+    assert labels[:2] == [f"a=0,b=0 | c={s}" for s in STATES["c"][:2]]
+    rows = post["c_cpt"].to_numpy().reshape(3, 30, -1, len(STATES["c"]))
+    np.testing.assert_allclose(rows.sum(axis=-1), 1.0, rtol=1e-12)
     assert {"accept_site", "accept_block"} <= set(idata["sample_stats"].data_vars)
     rates = idata["sample_stats"]["accept_site"].to_numpy()
     assert ((rates >= 0) & (rates <= 1)).all()

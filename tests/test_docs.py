@@ -21,7 +21,7 @@ def test_readme_example_runs(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     exec(compile(fast, "README.md", "exec"), {})
     out = capsys.readouterr().out
-    assert "lung_cpt[smoke=yes, yes]" in out
+    assert "lung_cpt[smoke=yes | lung=yes]" in out
     assert re.search(r"\((0\.\d+|1\.000), 1e-6\)-DP", out)
 
 

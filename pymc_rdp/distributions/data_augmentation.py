@@ -502,13 +502,15 @@ class DataAugmentation:
     def nodes(self) -> tuple[str, ...]:
         return self.structure.order
 
+    @property
     def coords(self) -> dict[str, list[str]]:
-        """``{node}_parent_config`` and ``{node}_state`` for every node (as BayesianNetwork)."""
-        out: dict[str, list[str]] = {}
-        for v in self.nodes:
-            out[f"{v}_parent_config"] = list(self.configs[v])
-            out[f"{v}_state"] = [str(s) for s in self.states[v]]
-        return out
+        """``{node}_cell`` for every node: the flat CPT cells, labelled as
+        :attr:`pymc_rdp.BayesianNetwork.coords`."""
+        from ..models.bayesian_network import cell_labels
+
+        return {
+            f"{v}_cell": cell_labels(v, self.structure.parents[v], self.states) for v in self.nodes
+        }
 
     def initial_cpts(self) -> dict[str, np.ndarray]:
         """CPTs read from the releases (clipped and normalised noisy counts plus α₀, or the
@@ -613,10 +615,11 @@ class DataAugmentation:
     ) -> Any:
         """Posterior draws of the CPTs as an ArviZ DataTree.
 
-        The posterior group holds ``{node}_cpt`` with dims ``({node}_parent_config,
-        {node}_state)`` (the names and coordinates of :class:`pymc_rdp.BayesianNetwork`'s
-        models); ``sample_stats`` holds each move's acceptance rate per draw; the accountant
-        (if any) is stored in the attrs as JSON. Chains run one after another in this process.
+        The posterior group holds ``{node}_cpt`` with the one dim ``{node}_cell`` (the flat,
+        configuration-major layout and labels of :class:`pymc_rdp.BayesianNetwork`'s models;
+        ``bn.cpt_draws(idata, node)`` gives the 2-D tables); ``sample_stats`` holds each move's
+        acceptance rate per draw; the accountant (if any) is stored in the attrs as JSON.
+        Chains run one after another in this process.
 
         Parameters
         ----------
@@ -646,12 +649,11 @@ class DataAugmentation:
         post = {}
         dims = {}
         for i, v in enumerate(self.nodes):
-            shape = (len(self.configs[v]), self.cards[v])
-            post[f"{v}_cpt"] = theta[:, :, off[i] : off[i + 1]].reshape(chains, draws, *shape)
-            dims[f"{v}_cpt"] = [f"{v}_parent_config", f"{v}_state"]
+            post[f"{v}_cpt"] = theta[:, :, off[i] : off[i + 1]].reshape(chains, draws, -1)
+            dims[f"{v}_cpt"] = [f"{v}_cell"]
         sample_stats = {key: np.stack([s[key] for s in stats]) for key in stats[0]}
         idata = az.from_dict(
-            {"posterior": post, "sample_stats": sample_stats}, coords=self.coords(), dims=dims
+            {"posterior": post, "sample_stats": sample_stats}, coords=self.coords, dims=dims
         )
         idata.attrs["sampler"] = "data_augmentation"
         idata.attrs["moves"] = ",".join(self.moves)

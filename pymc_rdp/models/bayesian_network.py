@@ -95,6 +95,7 @@ for tests, marked ``"unsafe_noise"`` (outside the guarantee) in the ledger. ``ra
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -142,6 +143,34 @@ def _dims(node: str) -> tuple[str, str]:
 
 def _cpt_name(node: str) -> str:
     return f"{node}_cpt"
+
+
+def _cell_dim(node: str) -> str:
+    """The one posterior dim of ``node``'s CPT: its cells, configuration-major."""
+    return f"{node}_cell"
+
+
+def cell_labels(
+    node: str, parents: Sequence[str], states: Mapping[str, Sequence[Hashable]]
+) -> list[str]:
+    """Labels of a flattened CPT's cells, ``"parent=a,other=b | node=x"`` (``"node=x"`` for a
+    root), configuration-major as ``table.reshape(-1)``."""
+    names = [f"{node}={s}" for s in states[node]]
+    if not parents:
+        return names
+    return [f"{c} | {k}" for c in config_labels(parents, states) for k in names]
+
+
+class _Coords(dict):
+    """The coordinates dict; calling it (the former method) still works, with a warning."""
+
+    def __call__(self) -> dict[str, list[str]]:
+        warnings.warn(
+            "BayesianNetwork.coords is a property: use bn.coords instead of bn.coords()",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return dict(self)
 
 
 class BayesianNetwork:
@@ -233,22 +262,51 @@ class BayesianNetwork:
         """``node -> parents`` (ordered)."""
         return dict(self.structure.parents)
 
-    def parent_configurations(self, node: str) -> list[str]:
-        """Labels of ``node``'s parent configurations, e.g. ``"age=3,sex=Male"``."""
-        self._check_node(node)
-        if not self.states:
-            self._check_fitted()
-        return config_labels(self.structure.parents[node], self.states)
+    def _known_states(self) -> Mapping[str, Sequence[Hashable]]:
+        """The fitted states, or before a fit the declared ones (every node needs them)."""
+        if self.states:
+            return self.states
+        if all(v in self._given_states for v in self.nodes):
+            return self._given_states
+        self._check_fitted()
+        return self.states
 
-    def coords(self) -> dict[str, list[str]]:
-        """The named coordinates: ``{node}_parent_config`` and ``{node}_state`` for every node."""
-        if not self.states:
+    def parent_configurations(self, node: str) -> list[str]:
+        """Labels of ``node``'s parent configurations, e.g. ``"age=3,sex=Male"``.
+
+        Available before a fit when the states of ``node``'s parents are declared.
+        """
+        self._check_node(node)
+        states = self.states or self._given_states
+        if not all(p in states for p in self.structure.parents[node]):
             self._check_fitted()
+        return config_labels(self.structure.parents[node], states)
+
+    @property
+    def coords(self) -> dict[str, list[str]]:
+        """The named coordinates of the models and posteriors: ``{node}_cell`` for every node.
+
+        Each CPT is one flat variable over its cells (configuration-major, labels
+        ``"parent=a,other=b | node=x"``; :meth:`cpt_draws` gives back the 2-D tables): one
+        dim per node keeps ArviZ's whole-posterior functions (``az.summary``, which stack all
+        dims of all variables together) within NumPy's 32 dimensions for networks of up to 30
+        nodes. Available before a fit when every node's states are declared. (Calling
+        ``bn.coords()`` still works but is deprecated.)
+        """
+        states = self._known_states()
+        out = _Coords()
+        for v in self.nodes:
+            out[_cell_dim(v)] = cell_labels(v, self.structure.parents[v], states)
+        return out
+
+    def _table_coords(self) -> dict[str, list[str]]:
+        """``{node}_parent_config`` and ``{node}_state`` (the observed tables' dims)."""
+        states = self._known_states()
         out: dict[str, list[str]] = {}
         for v in self.nodes:
             dc, ds = _dims(v)
-            out[dc] = config_labels(self.structure.parents[v], self.states)
-            out[ds] = [str(s) for s in self.states[v]]
+            out[dc] = config_labels(self.structure.parents[v], states)
+            out[ds] = [str(s) for s in states[v]]
         return out
 
     # -------------------------------------------------------------------- fit
@@ -569,31 +627,29 @@ class BayesianNetwork:
     def _base_model(self) -> Any:
         import pymc as pm
 
-        return pm.Model(coords=self.coords())
+        return pm.Model(coords={**self.coords, **self._table_coords()})
 
     def _build_point_model(self, cpts: Mapping[str, np.ndarray]) -> Any:
         import pymc as pm
 
         with self._base_model() as model:
             for v in self.nodes:
-                pm.Data(_cpt_name(v), cpts[v], dims=_dims(v))
+                pm.Data(_cpt_name(v), np.asarray(cpts[v]).reshape(-1), dims=_cell_dim(v))
         return model
 
     def _build_conjugate_model(self, tables: Mapping[str, np.ndarray]) -> Any:
         import pymc as pm
 
+        from .flat_cpt import flat_cpt
+
         with self._base_model() as model:
             for v in self.nodes:
-                theta = pm.Dirichlet(
-                    _cpt_name(v),
-                    a=np.full(tables[v].shape, self.alpha0),
-                    shape=tables[v].shape,
-                    dims=_dims(v),
-                )
+                shape = tables[v].shape
+                theta = flat_cpt(_cpt_name(v), np.full(shape, self.alpha0), dims=_cell_dim(v))
                 pm.Multinomial(
                     f"{v}_counts",
                     n=tables[v].sum(axis=1),
-                    p=theta,
+                    p=theta.reshape(shape),
                     observed=tables[v],
                     dims=_dims(v),
                 )
@@ -621,12 +677,12 @@ class BayesianNetwork:
         import pytensor.tensor as pt
 
         from ..distributions import NoisyCounts
+        from .flat_cpt import flat_cpt
         from .simplex_transform import ReferenceLogRatio
 
         with self._base_model() as model:
             theta: dict[str, Any] = {}
             cell_p: dict[str, Any] = {}
-            coords = self.coords()
             for v in self.nodes:
                 # an explicit static shape: dims-derived shapes are symbolic, and a batched
                 # Dirichlet with a symbolic length-1 batch dimension fails to compile in numba
@@ -634,13 +690,11 @@ class BayesianNetwork:
                 shape = (len(configs), self.cards[v])
                 cells = shape[0] * shape[1]
                 if margins == "network" or not self.structure.parents[v]:
-                    theta[v] = pm.Dirichlet(
-                        _cpt_name(v), a=np.full(shape, self.alpha0), shape=shape, dims=_dims(v)
-                    )
+                    flat = flat_cpt(_cpt_name(v), np.full(shape, self.alpha0), dims=_cell_dim(v))
+                    theta[v] = pt.specify_shape(flat.reshape(shape), shape)
                     continue
-                cell_dim = f"{v}_family_cell"
-                states = coords[_dims(v)[1]]
-                model.add_coord(cell_dim, [f"{c},{v}={k}" for c in configs for k in states])
+                # the family table has the same cells as the CPT: one shared dim
+                cell_dim = _cell_dim(v)
                 # the best-known cell (largest released count) anchors the log-ratios
                 ref = int(np.argmax(_release_values(self.releases[v])))
                 phi = pm.Dirichlet(
@@ -651,9 +705,8 @@ class BayesianNetwork:
                     default_transform=ReferenceLogRatio(ref),
                 )
                 table = phi.reshape(shape)
-                theta[v] = pm.Deterministic(
-                    _cpt_name(v), table / table.sum(axis=1, keepdims=True), dims=_dims(v)
-                )
+                theta[v] = table / table.sum(axis=1, keepdims=True)
+                pm.Deterministic(_cpt_name(v), theta[v].reshape((-1,)), dims=cell_dim)
                 cell_p[v] = phi
             total = None
             gaussian = self.mechanism == "gaussian"
@@ -703,17 +756,17 @@ class BayesianNetwork:
         self._check_fitted()
         import arviz as az
 
-        coords = self.coords()
-        dims = {_cpt_name(v): list(_dims(v)) for v in self.nodes}
+        coords = dict(self.coords)
+        dims = {_cpt_name(v): [_cell_dim(v)] for v in self.nodes}
         if self._posterior_params is not None:
             rng = np.random.default_rng(random_seed)
             post = {
-                _cpt_name(v): _dirichlet_draws(rng, a, chains, draws)
+                _cpt_name(v): _dirichlet_draws(rng, a, chains, draws).reshape(chains, draws, -1)
                 for v, a in self._posterior_params.items()
             }
             idata = az.from_dict({"posterior": post}, coords=coords, dims=dims)
         elif self._point_cpts is not None and self.model is not None and self._is_point_model():
-            post = {_cpt_name(v): self._point_cpts[v][None, None] for v in self.nodes}
+            post = {_cpt_name(v): self._point_cpts[v].reshape(1, 1, -1) for v in self.nodes}
             idata = az.from_dict({"posterior": post}, coords=coords, dims=dims)
         else:
             from ..distributions import sample as _sample
@@ -743,10 +796,15 @@ class BayesianNetwork:
     def cpt_draws(self, idata: Any, node: str) -> np.ndarray:
         """Draws of ``node``'s CPT: float64 array (draws, parent configurations, child states).
 
-        Chains are stacked (chain-major).
+        Chains are stacked (chain-major). Reads the flat layout ``{node}_cell`` of this class's
+        posteriors and the 2-D layout ``({node}_parent_config, {node}_state)``.
         """
         self._check_node(node)
         da = idata["posterior"][_cpt_name(node)]
+        if _cell_dim(node) in da.dims:
+            shape = (len(self.parent_configurations(node)), len(self._known_states()[node]))
+            arr = da.transpose("chain", "draw", _cell_dim(node)).to_numpy()
+            return np.asarray(arr.reshape(-1, *shape), dtype=np.float64)
         dc, ds = _dims(node)
         arr = da.transpose("chain", "draw", dc, ds).to_numpy()
         return np.asarray(arr.reshape(-1, arr.shape[2], arr.shape[3]), dtype=np.float64)
@@ -767,7 +825,7 @@ class BayesianNetwork:
 
     def cpt_frame(self, node: str) -> pd.DataFrame:
         """``cpts[node]`` as a DataFrame indexed by configuration labels, one column per state."""
-        coords = self.coords()
+        coords = self._table_coords()
         dc, ds = _dims(node)
         return pd.DataFrame(self.cpts[node], index=coords[dc], columns=coords[ds])
 
