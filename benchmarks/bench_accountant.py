@@ -31,8 +31,8 @@ import time
 import dp_accounting
 import numpy as np
 
-from pymc_rdp.accountant import Accountant
-from pymc_rdp.mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
+from pymc_rdp.privacy.accountant import Accountant
+from pymc_rdp.privacy.mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
 
 
 def make_workload(n: int, kinds: str, seed: int) -> list:

@@ -150,8 +150,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
             parser.error(f"unknown model {m!r}")
 
     from pymc_rdp.datasets import load_network, sample_network
-    from pymc_rdp.mechanisms import UnsafeNoiseSeed
     from pymc_rdp.models.bayesian_network import BayesianNetwork
+    from pymc_rdp.privacy.mechanisms import UnsafeNoiseSeed
 
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=UserWarning)

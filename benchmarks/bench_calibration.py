@@ -5,7 +5,7 @@ settings, ε ∈ [1e-8, 1e4] and λ ∈ [1.01, 1e4] log-uniform, α₀ = 1, Δ�
 
 1. ``DirichletMechanism.calibrate`` (validation + the parallel compiled kernel + the check that
    the reported curve meets ε),
-2. the compiled kernel alone (``pymc_rdp._kernels.calibrate_many``),
+2. the compiled kernel alone (``pymc_rdp.privacy._kernels.calibrate_many``),
 3. scipy's ``brentq`` per element on ``scipy.special.polygamma`` (a subsample, extrapolated),
 4. a vectorised numpy Newton iteration in log r on ``scipy.special.polygamma``.
 
@@ -25,8 +25,8 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import polygamma
 
-from pymc_rdp import _kernels
-from pymc_rdp.mechanisms import DirichletMechanism
+from pymc_rdp.privacy import _kernels
+from pymc_rdp.privacy.mechanisms import DirichletMechanism
 
 SQRT2 = float(np.sqrt(2.0))
 

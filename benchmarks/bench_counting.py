@@ -3,7 +3,8 @@
 The records are synthetic: forward samples of the Adult network (Ponnoprat, TMLR 2023) with CPTs
 estimated from the bundled Adult training data (+1 smoothing), written once as a Parquet file of
 string columns in a temporary folder. Each engine then counts the 7 family tables
-(:func:`pymc_rdp.counting.count_tables`) in its own subprocess, so that its peak resident memory
+(:func:`pymc_rdp.curation.counting.count_tables`) in its own subprocess, so that its peak resident
+memory
 (``ru_maxrss``) is its own:
 
 * ``pandas``: ``pd.read_parquet`` then the ``np.bincount`` path (time without / with the read);
@@ -41,7 +42,7 @@ ENGINES = ("pandas", "duckdb", "duckdb-sql", "polars", "polars-raw")
 
 def _network():
     from pymc_rdp import datasets
-    from pymc_rdp.counting import count_tables, infer_states
+    from pymc_rdp.curation.counting import count_tables, infer_states
 
     dag = dict(datasets.ADULT_DAG)
     train = datasets.adult_paper("train")[list(dag)]
@@ -57,7 +58,7 @@ def write_parquet(path: Path, n: int, seed: int = 0, chunk: int = 1_000_000) -> 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from pymc_rdp.models.bn_structure import forward_sample, parse_structure
+    from pymc_rdp.bn.structure import forward_sample, parse_structure
 
     dag, states, tables = _network()
     structure, _ = parse_structure(dag)
@@ -93,7 +94,7 @@ def _time(fn, repeat: int):
 
 def worker(engine: str, path: str, spec: str, repeat: int) -> dict:
     """Count in this process; returns times, tables and peak RSS."""
-    from pymc_rdp.counting import count_tables
+    from pymc_rdp.curation.counting import count_tables
 
     doc = json.loads(Path(spec).read_text())
     dag, states = doc["dag"], doc["states"]

@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> None:
 
     import pymc_rdp as pmr
     from pymc_rdp import datasets
+    from pymc_rdp.bn.structure import encode_frame, family_table
     from pymc_rdp.distributions.data_augmentation import DataAugmentation
-    from pymc_rdp.models.bn_structure import encode_frame, family_table
 
     states = None  # a pgmpy network declares its states
     if args.network == "adult":

@@ -19,7 +19,7 @@ import pytensor
 import pytensor.tensor as pt
 from scipy.special import polygamma
 
-from pymc_rdp.ops import trigamma
+from pymc_rdp.distributions.ops import trigamma
 
 
 def median_time(fn, x, repeat: int) -> float:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_rdp import rdp
 from pymc_rdp.datasets import ADULT_DAG, adult_paper
-from pymc_rdp.mechanisms import LaplaceMechanism
-from pymc_rdp.mechanisms.base import least_noise
 from pymc_rdp.models.bayesian_network import BayesianNetwork
-from pymc_rdp.tight_accounting import gaussian_sigma, planned_epsilon
+from pymc_rdp.privacy import rdp
+from pymc_rdp.privacy.mechanisms import LaplaceMechanism
+from pymc_rdp.privacy.mechanisms.base import least_noise
+from pymc_rdp.privacy.tight_accounting import gaussian_sigma, planned_epsilon
 
 EPS, DELTA, K = 1.0, 1e-6, 7
 SENS = {"replace-one": (2.0, np.sqrt(2.0)), "add-remove": (1.0, 1.0)}

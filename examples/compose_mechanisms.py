@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pymc_rdp.accountant import Accountant, BudgetExceededError
-from pymc_rdp.mechanisms import (
+from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError
+from pymc_rdp.privacy.mechanisms import (
     DirichletMechanism,
     GaussianMechanism,
     LaplaceMechanism,

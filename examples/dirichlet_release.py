@@ -29,8 +29,8 @@ import numpy as np
 import pymc as pm
 
 import pymc_rdp.distributions as pmr
-from pymc_rdp.accountant import Accountant, BudgetExceededError
-from pymc_rdp.mechanisms import DirichletMechanism
+from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError
+from pymc_rdp.privacy.mechanisms import DirichletMechanism
 
 WEATHER = ["sun", "cloud", "rain"]
 ACTIVITY = ["walk", "cycle", "stay in"]

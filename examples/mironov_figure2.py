@@ -9,7 +9,7 @@ ask how large the event's probability can be with the record in. Four ways to an
   are (ε′, δ)-DP, so the probability is at most e^{ε′} p + δ, with the best δ;
 * Mironov's Proposition 4 (an RDP proof of advanced composition), again with the best δ;
 * the RDP analysis: the exact RDP curve of the mechanism times n, and Proposition 10
-  (``pymc_rdp.rdp.event_probability_bounds``) at the best order: (e^{nε(α)} p)^{(α−1)/α}.
+  (``pymc_rdp.privacy.rdp.event_probability_bounds``) at the best order: (e^{nε(α)} p)^{(α−1)/α}.
 
 Run ``python examples/mironov_figure2.py`` (``--out PATH`` to choose the PNG, ``--epsilon`` for the
 per-run ε). It prints a few of the plotted numbers too.
@@ -26,7 +26,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pymc_rdp import rdp
+from pymc_rdp.privacy import rdp
 
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "docs" / "figures" / "mironov_figure2.png"
 BASELINES = (1e-6, 1e-3, 1e-1)

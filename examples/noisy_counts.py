@@ -32,8 +32,8 @@ import numpy as np
 import pymc as pm
 
 import pymc_rdp.distributions as pmr
-from pymc_rdp.accountant import Accountant
-from pymc_rdp.mechanisms import DiscreteLaplaceMechanism
+from pymc_rdp.privacy.accountant import Accountant
+from pymc_rdp.privacy.mechanisms import DiscreteLaplaceMechanism
 
 AGES = ["18-34", "35-59", "60+"]
 SMOKING = ["yes", "no"]

@@ -5,7 +5,8 @@ sampled, every family table is released with the Gaussian (or Laplace) mechanism
 ε at order λ = 5 (ε/K per family, as :class:`pymc_rdp.BayesianNetwork` does), and the CPTs are
 inferred by
 
-* ``joint``: the joint linear-query model (:mod:`pymc_rdp.models.joint_likelihood`; Laplace noise
+* ``joint``: the joint linear-query model (:mod:`pymc_rdp.distributions.joint_likelihood`; Laplace
+noise
   as a scale mixture of normals), NUTS;
 * ``per-family``: :class:`pymc_rdp.BayesianNetwork`'s noise-aware model (one ``NoisyCounts``
   term per family), NUTS, on the same releases;
@@ -95,7 +96,7 @@ def _summaries(draws: dict, truth: dict, st) -> dict:
 
 
 def _heldout(st, cards, truth, est, rng, n=N_HELDOUT) -> float:
-    from pymc_rdp.models.bn_structure import forward_sample, record_log_likelihood
+    from pymc_rdp.bn.structure import forward_sample, record_log_likelihood
 
     codes = forward_sample(st, truth, cards, n, rng)
     return float(np.mean(record_log_likelihood(st, est, cards, codes)))
@@ -283,8 +284,8 @@ class _Setting:
     """The fixed parts of one (network, N, ε, noise) setting."""
 
     def __init__(self, network: str, n: int, epsilon: float, noise: str):
+        from pymc_rdp.bn.structure import parse_structure
         from pymc_rdp.datasets import load_network
-        from pymc_rdp.models.bn_structure import parse_structure
 
         self.network, self.n, self.epsilon, self.noise = network, n, epsilon, noise
         self.key = setting_key(network, noise, epsilon, n)
@@ -295,8 +296,8 @@ class _Setting:
         self.given = {v: list(range(self.cards[v])) for v in st.order}
 
     def _network(self, df, epsilon, release_seed, noise_aware):
-        from pymc_rdp.mechanisms import UnsafeNoiseSeed
         from pymc_rdp.models.bayesian_network import BayesianNetwork
+        from pymc_rdp.privacy.mechanisms import UnsafeNoiseSeed
 
         return BayesianNetwork(self.structure, states=self.given).fit(
             df,
@@ -326,8 +327,8 @@ class _Setting:
         """
         import pandas as pd
 
-        from pymc_rdp.models.bn_structure import family_table, forward_sample
-        from pymc_rdp.models.joint_likelihood import build_joint_model
+        from pymc_rdp.bn.structure import family_table, forward_sample
+        from pymc_rdp.distributions.joint_likelihood import build_joint_model
 
         samplers = {"joint": "nutpie", "per-family": "pymc", **(samplers or {})}
         st, cards = self.st, self.cards

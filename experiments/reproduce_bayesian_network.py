@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from pymc_rdp import datasets
-from pymc_rdp.mechanisms import UnsafeNoiseSeed
 from pymc_rdp.models.bayesian_network import BayesianNetwork
+from pymc_rdp.privacy.mechanisms import UnsafeNoiseSeed
 
 DATASETS: tuple[str, ...] = ("adult", "german_credit")
 PRIVATE_METHODS: tuple[str, ...] = ("dirichlet", "gaussian", "laplace")

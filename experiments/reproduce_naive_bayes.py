@@ -33,7 +33,8 @@ paper's Dirichlet numbers came from its bugs. They are **not** private at the cl
 For every method the CSV also reports ``true_rdp_epsilon``: the RDP ε at λ of what was actually
 released, summed over the K + 1 tables (sequential composition, Mironov 2017, Prop. 1), using the
 exact worst-case divergence of the Dirichlet mechanism on count histograms
-(:func:`pymc_rdp.dirichlet_divergence.exact_histogram_rdp`) for the Dirichlet methods and the
+(:func:`pymc_rdp.privacy.dirichlet_divergence.exact_histogram_rdp`) for the Dirichlet methods and
+the
 exact Gaussian and Laplace curves for the others.
 
 Run ``python experiments/reproduce_naive_bayes.py`` (full grid) or with ``--quick``.
@@ -53,8 +54,8 @@ import numpy as np
 import pandas as pd
 
 from pymc_rdp import datasets
-from pymc_rdp.mechanisms import DirichletMechanism, UnsafeNoiseSeed
 from pymc_rdp.models.naive_bayes import NaiveBayes
+from pymc_rdp.privacy.mechanisms import DirichletMechanism, UnsafeNoiseSeed
 
 DATASETS: tuple[str, ...] = ("adult", "german_credit", "digits")
 PRIVATE_METHODS: tuple[str, ...] = ("dirichlet", "gaussian", "laplace")

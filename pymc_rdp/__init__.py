@@ -1,7 +1,10 @@
 """pymc-rdp: private Bayesian inference in PyMC under Rényi differential privacy.
 
-The RDP core (:mod:`pymc_rdp.rdp`), the mechanisms and the accountant import without PyMC; the PyMC
-components, models and datasets load on first use, so that ``import pymc_rdp`` stays cheap.
+The package is laid out by role: :mod:`pymc_rdp.privacy` (curves, mechanisms, accountant; no PyMC),
+:mod:`pymc_rdp.curation` (counting and charged releases), :mod:`pymc_rdp.bn` (graph algorithms),
+:mod:`pymc_rdp.distributions` (the analyst's PyMC components), :mod:`pymc_rdp.models` (estimators)
+and
+:mod:`pymc_rdp.cli`. Everything loads on first use, so that ``import pymc_rdp`` stays cheap.
 """
 
 from __future__ import annotations
@@ -9,36 +12,40 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from pymc_rdp import _deprecated
+
+_deprecated.install()
+
 __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     # RDP core and accounting
-    "BudgetExceededError": "pymc_rdp.accountant",
-    "Accountant": "pymc_rdp.accountant",
-    "LedgerEntry": "pymc_rdp.accountant",
-    "RenyiFilter": "pymc_rdp.filters",
-    "GaussianFilter": "pymc_rdp.filters",
+    "BudgetExceededError": "pymc_rdp.privacy.accountant",
+    "Accountant": "pymc_rdp.privacy.accountant",
+    "LedgerEntry": "pymc_rdp.privacy.accountant",
+    "RenyiFilter": "pymc_rdp.privacy.filters",
+    "GaussianFilter": "pymc_rdp.privacy.filters",
     # mechanisms
-    "Mechanism": "pymc_rdp.mechanisms",
-    "GaussianMechanism": "pymc_rdp.mechanisms",
-    "LaplaceMechanism": "pymc_rdp.mechanisms",
-    "RandomizedResponse": "pymc_rdp.mechanisms",
-    "DirichletMechanism": "pymc_rdp.mechanisms",
-    "DiscreteGaussianMechanism": "pymc_rdp.mechanisms",
-    "DiscreteLaplaceMechanism": "pymc_rdp.mechanisms",
-    "DirichletTableMechanism": "pymc_rdp.mechanisms",
-    "mechanism_from_dict": "pymc_rdp.mechanisms",
-    "CustomCurve": "pymc_rdp.mechanisms",
-    "SystemNoise": "pymc_rdp.mechanisms",
-    "UnsafeNoiseSeed": "pymc_rdp.mechanisms",
+    "Mechanism": "pymc_rdp.privacy.mechanisms",
+    "GaussianMechanism": "pymc_rdp.privacy.mechanisms",
+    "LaplaceMechanism": "pymc_rdp.privacy.mechanisms",
+    "RandomizedResponse": "pymc_rdp.privacy.mechanisms",
+    "DirichletMechanism": "pymc_rdp.privacy.mechanisms",
+    "DiscreteGaussianMechanism": "pymc_rdp.privacy.mechanisms",
+    "DiscreteLaplaceMechanism": "pymc_rdp.privacy.mechanisms",
+    "DirichletTableMechanism": "pymc_rdp.privacy.mechanisms",
+    "mechanism_from_dict": "pymc_rdp.privacy.mechanisms",
+    "CustomCurve": "pymc_rdp.privacy.mechanisms",
+    "SystemNoise": "pymc_rdp.privacy.mechanisms",
+    "UnsafeNoiseSeed": "pymc_rdp.privacy.mechanisms",
     # private domains: quantiles and bin edges of numeric columns
-    "ExponentialQuantile": "pymc_rdp.mechanisms",
-    "private_quantiles": "pymc_rdp.mechanisms",
-    "private_bins": "pymc_rdp.mechanisms",
+    "ExponentialQuantile": "pymc_rdp.privacy.mechanisms",
+    "private_quantiles": "pymc_rdp.privacy.mechanisms",
+    "private_bins": "pymc_rdp.privacy.mechanisms",
     # budget helpers
-    "split_budget": "pymc_rdp.budget",
-    "calibrate_dirichlet": "pymc_rdp.budget",
+    "split_budget": "pymc_rdp.privacy.calibration",
+    "calibrate_dirichlet": "pymc_rdp.privacy.calibration",
     # PyMC components
     "privatize": "pymc_rdp.distributions",
     "Release": "pymc_rdp.distributions",
@@ -53,37 +60,45 @@ _EXPORTS: dict[str, str] = {
     "DataAugmentation": "pymc_rdp.distributions.data_augmentation",
     "sample_augmentation": "pymc_rdp.distributions.data_augmentation",
     # counting contingency tables on any engine
-    "count_table": "pymc_rdp.counting",
-    "count_tables": "pymc_rdp.counting",
+    "count_table": "pymc_rdp.curation.counting",
+    "count_tables": "pymc_rdp.curation.counting",
     # models
     "NaiveBayes": "pymc_rdp.models.naive_bayes",
     "BayesianNetwork": "pymc_rdp.models.bayesian_network",
 }
 
+# the packages, by role
 _SUBMODULES = {
-    "rdp",
-    "accountant",
-    "mechanisms",
-    "datasets",
-    "models",
-    "budget",
-    "counting",
-    "dirichlet_divergence",
-    "ops",
+    "privacy",
+    "curation",
+    "bn",
     "distributions",
+    "models",
+    "cli",
+    "datasets",
     "plots",
-    "tight_accounting",
-    "filters",
-    "dp_events",
-    "domains",
 }
 
-__all__ = sorted([*_EXPORTS, *_SUBMODULES, "__version__"])
+# first-class short names for modules deeper in the tree
+_ALIASES = {"rdp": "pymc_rdp.privacy.rdp"}
+
+# attribute names of the earlier flat layout -> their modules now (deprecated)
+_MOVED_ATTRS = {
+    old.rsplit(".", 1)[1]: old
+    for old in _deprecated.MOVED
+    if old.count(".") == 1 and old not in _deprecated.STABLE
+}
+
+__all__ = sorted([*_EXPORTS, *_SUBMODULES, *_ALIASES, "__version__"])
 
 
 def __getattr__(name: str) -> Any:
     if name in _SUBMODULES:
         return importlib.import_module(f"pymc_rdp.{name}")
+    if name in _ALIASES:
+        return importlib.import_module(_ALIASES[name])
+    if name in _MOVED_ATTRS:
+        return importlib.import_module(_MOVED_ATTRS[name])  # warns through the finder
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'pymc_rdp' has no attribute {name!r}")
@@ -97,9 +112,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for static analysers only
-    from pymc_rdp import accountant, mechanisms, rdp  # noqa: F401
-    from pymc_rdp.accountant import Accountant, BudgetExceededError, LedgerEntry  # noqa: F401
-    from pymc_rdp.mechanisms import (  # noqa: F401
+    from pymc_rdp import bn, cli, curation, datasets, distributions, models, plots, privacy  # noqa: F401
+    from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError, LedgerEntry  # noqa: F401
+    from pymc_rdp.privacy.mechanisms import (  # noqa: F401
         DirichletMechanism,
         DirichletTableMechanism,
         DiscreteGaussianMechanism,

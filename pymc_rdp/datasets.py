@@ -151,7 +151,7 @@ GERMAN_CREDIT_DAG: dict[str, list[str]] = {
     "other_installment_plans": ["credit_history"],
 }
 
-#: The public domain of every Adult column (:func:`pymc_rdp.domains.parse_schema` format).
+#: The public domain of every Adult column (:func:`pymc_rdp.curation.domains.parse_schema` format).
 #: Categories: the lists of the UCI documentation (``adult.names``, Becker & Kohavi 1996), in its
 #: order, plus ``"missing"`` for the unknown values (``"?"``) of ``workclass``, ``occupation`` and
 #: ``native-country``. Numeric columns: fixed round cut points chosen without the data (age in
@@ -370,7 +370,7 @@ def _german_schema() -> dict[str, Any]:
 
 
 def _apply_public(df: pd.DataFrame, doc: Mapping[str, Any], name: str) -> pd.DataFrame:
-    from . import domains
+    from pymc_rdp.curation import domains
 
     schema = domains.parse_schema(doc, name=name)
     out, states = domains.apply_schema(df, schema, name=name)
@@ -409,7 +409,7 @@ def _meaning(value: Any) -> str:
     return str(value).strip()
 
 
-#: The public domain of every German credit column (:func:`pymc_rdp.domains.parse_schema`
+#: The public domain of every German credit column (:func:`pymc_rdp.curation.domains.parse_schema`
 #: format): the documented states of the coded columns (``german.values_maps.json``, in code
 #: order) and the fixed cut points / codes of the numeric columns described above.
 GERMAN_CREDIT_SCHEMA: dict[str, Any] = _german_schema()

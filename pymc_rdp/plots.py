@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from . import rdp as _rdp
-from ._validation import check_orders
+from pymc_rdp._validation import check_orders
+from pymc_rdp.privacy import rdp as _rdp
 
 __all__ = [
     "plot_cpt_posterior",
@@ -191,7 +191,7 @@ def epsilon_delta_curve(
     deltas: Any = None,
     method: str = "bbghs",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """ε(δ) and the best order at each δ: :func:`pymc_rdp.rdp.to_dp` on a grid of δ.
+    """ε(δ) and the best order at each δ: :func:`pymc_rdp.privacy.rdp.to_dp` on a grid of δ.
 
     Parameters
     ----------
@@ -230,7 +230,8 @@ def plot_epsilon_delta(
 
     For each δ, ε(δ) = min over orders α of ε(α) + log((α−1)/α) − (log δ + log α)/(α−1)
     (Balle et al. 2020, "Hypothesis testing interpretations and Rényi differential privacy",
-    Theorem 21; :func:`pymc_rdp.rdp.to_dp`), the value :meth:`Accountant.epsilon` returns. With
+    Theorem 21; :func:`pymc_rdp.privacy.rdp.to_dp`), the value :meth:`Accountant.epsilon` returns.
+    With
     ``compare_mironov`` the looser ε(α) + log(1/δ)/(α−1) (Mironov 2017, Prop. 3) is drawn dashed.
     An (ε, δ) budget is marked as a point.
 

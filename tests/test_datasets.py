@@ -403,7 +403,7 @@ def test_sample_network_bad_input() -> None:
 
 
 def test_adult_public_uses_the_declared_schema() -> None:
-    from pymc_rdp.domains import parse_schema
+    from pymc_rdp.curation.domains import parse_schema
 
     schema = parse_schema(datasets.ADULT_SCHEMA)
     both = datasets.adult_public("both")
@@ -436,7 +436,7 @@ def test_adult_public_uses_the_declared_schema() -> None:
 
 
 def test_german_credit_public_uses_the_declared_schema() -> None:
-    from pymc_rdp.domains import parse_schema
+    from pymc_rdp.curation.domains import parse_schema
 
     schema = parse_schema(datasets.GERMAN_CREDIT_SCHEMA)
     german = datasets.german_credit_public()

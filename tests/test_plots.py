@@ -17,7 +17,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pymc_rdp import Accountant, DirichletMechanism, GaussianMechanism, LaplaceMechanism, plots
-from pymc_rdp import rdp as _rdp
+from pymc_rdp.privacy import rdp as _rdp
 
 
 @pytest.fixture(autouse=True)

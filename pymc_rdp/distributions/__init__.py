@@ -10,10 +10,22 @@
   CPTs from released family tables, with the confidential records as latent state.
 """
 
-from . import likelihoods
-from .data_augmentation import DataAugmentation, sample_augmentation
-from .dirichlet_release import DirichletRelease, DirichletReleaseRV, RefusedDrawError, release
-from .ledger import (
+from pymc_rdp.curation.release import (
+    NEIGHBOURS,
+    Release,
+    check_sensitivity,
+    privatize,
+    table_sensitivity,
+)
+from pymc_rdp.distributions import likelihoods
+from pymc_rdp.distributions.data_augmentation import DataAugmentation, sample_augmentation
+from pymc_rdp.distributions.dirichlet_release import (
+    DirichletRelease,
+    DirichletReleaseRV,
+    RefusedDrawError,
+    release,
+)
+from pymc_rdp.distributions.ledger import (
     ACCOUNTANT_ATTR,
     LEDGER_ATTR,
     PrivateRandomVariable,
@@ -22,8 +34,7 @@ from .ledger import (
     read_ledger,
     sample,
 )
-from .noisy_counts import MODES, NoisyCounts, NoisyCountsRV
-from .release import NEIGHBOURS, Release, check_sensitivity, privatize, table_sensitivity
+from pymc_rdp.distributions.noisy_counts import MODES, NoisyCounts, NoisyCountsRV
 
 __all__ = [
     "ACCOUNTANT_ATTR",

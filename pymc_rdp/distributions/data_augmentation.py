@@ -146,7 +146,7 @@ def _additive_values(values: Any, shape: tuple[int, int], what: str) -> np.ndarr
 
 
 def _gaussian(values: Any, mechanism: Any, shape: tuple[int, int], what: str) -> FamilyObservation:
-    from . import _augmentation_kernels as k
+    from pymc_rdp.distributions import _augmentation_kernels as k
 
     sigma = _param(mechanism, "sigma")
     y = _additive_values(values, shape, what)
@@ -154,7 +154,7 @@ def _gaussian(values: Any, mechanism: Any, shape: tuple[int, int], what: str) ->
 
 
 def _laplace(values: Any, mechanism: Any, shape: tuple[int, int], what: str) -> FamilyObservation:
-    from . import _augmentation_kernels as k
+    from pymc_rdp.distributions import _augmentation_kernels as k
 
     b = _param(mechanism, "scale", "t")
     y = _additive_values(values, shape, what)
@@ -162,7 +162,7 @@ def _laplace(values: Any, mechanism: Any, shape: tuple[int, int], what: str) -> 
 
 
 def _dirichlet(values: Any, mechanism: Any, shape: tuple[int, int], what: str) -> FamilyObservation:
-    from . import _augmentation_kernels as k
+    from pymc_rdp.distributions import _augmentation_kernels as k
 
     theta = np.asarray(values, dtype=np.float64)
     if theta.ndim == 1 and shape[0] == 1:
@@ -307,7 +307,7 @@ class DataAugmentation:
         block_moves: int | Mapping[str, int] | None = None,
         accountant: Any = None,
     ) -> None:
-        from ..models.bn_structure import NetworkStructure, config_labels, parse_structure
+        from pymc_rdp.bn.structure import NetworkStructure, config_labels, parse_structure
 
         if isinstance(structure, NetworkStructure):
             self.structure = structure
@@ -506,7 +506,7 @@ class DataAugmentation:
     def coords(self) -> dict[str, list[str]]:
         """``{node}_cell`` for every node: the flat CPT cells, labelled as
         :attr:`pymc_rdp.BayesianNetwork.coords`."""
-        from ..models.bayesian_network import cell_labels
+        from pymc_rdp.models.bayesian_network import cell_labels
 
         return {
             f"{v}_cell": cell_labels(v, self.structure.parents[v], self.states) for v in self.nodes
@@ -527,7 +527,7 @@ class DataAugmentation:
         return out
 
     def _records(self, rng: np.random.Generator) -> np.ndarray:
-        from ..models.bn_structure import forward_sample
+        from pymc_rdp.bn.structure import forward_sample
 
         codes = forward_sample(self.structure, self.initial_cpts(), self.cards, self.n_records, rng)
         return np.ascontiguousarray(
@@ -562,7 +562,7 @@ class DataAugmentation:
         records : numpy.ndarray
             The final latent records (records × nodes, codes).
         """
-        from . import _augmentation_kernels as k
+        from pymc_rdp.distributions import _augmentation_kernels as k
 
         rng = np.random.default_rng(seed)
         k.seed(int(rng.integers(0, 2**31 - 1)))
@@ -659,7 +659,7 @@ class DataAugmentation:
         idata.attrs["moves"] = ",".join(self.moves)
         idata.attrs["sampling_time"] = float(elapsed)
         if self.accountant is not None:
-            from .ledger import attach_ledger
+            from pymc_rdp.distributions.ledger import attach_ledger
 
             attach_ledger(idata, accountant=self.accountant)
         return idata

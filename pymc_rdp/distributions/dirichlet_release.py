@@ -10,7 +10,8 @@ Charging
 --------
 Each released draw costs the mechanism's curve ε(λ); ``k`` draws cost k·ε(λ) (sequential
 composition, Mironov 2017 Proposition 1). A CPT is charged as ONE ledger entry, a
-:class:`~pymc_rdp.mechanisms.DirichletTableMechanism` whose curve is that of the whole table:
+:class:`~pymc_rdp.privacy.mechanisms.DirichletTableMechanism` whose curve is that of the whole
+table:
 under add/remove neighbours one record touches one row (the largest row cost); under replace-one
 neighbours a record may also leave one row and join another, which costs a removal in the first
 plus an addition in the second (Rényi divergence adds over the independent rows), so the table
@@ -36,11 +37,15 @@ from pytensor.graph.op import Op
 from pytensor.tensor.random.utils import normalize_size_param
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
-from ..accountant import Accountant, BudgetExceededError
-from ..mechanisms import DirichletMechanism, DirichletTableMechanism, mechanism_from_dict
-from ..mechanisms.noise import declare_unsafe_noise, resolve_noise_source
-from .ledger import ACCOUNTANT_ATTR, LEDGER_ATTR, PrivateRandomVariable
-from .release import NEIGHBOURS, check_count_table, check_sensitivity
+from pymc_rdp.curation.release import NEIGHBOURS, check_count_table, check_sensitivity
+from pymc_rdp.distributions.ledger import ACCOUNTANT_ATTR, LEDGER_ATTR, PrivateRandomVariable
+from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError
+from pymc_rdp.privacy.mechanisms import (
+    DirichletMechanism,
+    DirichletTableMechanism,
+    mechanism_from_dict,
+)
+from pymc_rdp.privacy.mechanisms.noise import declare_unsafe_noise, resolve_noise_source
 
 __all__ = ["DirichletRelease", "DirichletReleaseRV", "RefusedDrawError", "release"]
 
@@ -329,7 +334,7 @@ def release(
     BudgetExceededError
         If the releases would exceed the budget (the ledger is unchanged).
     """
-    from .ledger import ledger as model_ledger
+    from pymc_rdp.distributions.ledger import ledger as model_ledger
 
     model = pm.modelcontext(model)
     if random_seed is not None:

@@ -21,7 +21,7 @@ from typing import Any
 import pymc as pm
 from pymc.distributions.distribution import SymbolicRandomVariable
 
-from ..accountant import Accountant
+from pymc_rdp.privacy.accountant import Accountant
 
 __all__ = [
     "ACCOUNTANT_ATTR",

@@ -49,18 +49,18 @@ from pymc.pytensorf import normalize_rng_param
 from pytensor.graph.basic import Constant, Variable
 from pytensor.tensor.random.utils import normalize_size_param
 
-from ..mechanisms import (
+from pymc_rdp.curation.release import NEIGHBOURS, Release, check_sensitivity
+from pymc_rdp.distributions import likelihoods as lik
+from pymc_rdp.distributions.ledger import PrivateRandomVariable
+from pymc_rdp.privacy.mechanisms import (
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
     GaussianMechanism,
     LaplaceMechanism,
     Mechanism,
 )
-from ..mechanisms.discrete_gaussian import discrete_gaussian_variance
-from ..mechanisms.discrete_laplace import discrete_laplace_variance
-from . import likelihoods as lik
-from .ledger import PrivateRandomVariable
-from .release import NEIGHBOURS, Release, check_sensitivity
+from pymc_rdp.privacy.mechanisms.discrete_gaussian import discrete_gaussian_variance
+from pymc_rdp.privacy.mechanisms.discrete_laplace import discrete_laplace_variance
 
 __all__ = ["MODES", "NoisyCounts", "NoisyCountsRV"]
 

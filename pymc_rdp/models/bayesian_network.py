@@ -20,7 +20,7 @@ release and one spend; the rows (parent configurations) hold disjoint records an
 charge. The ``K`` tables compose sequentially (Mironov 2017, "Rényi Differential Privacy",
 Prop. 1): with a budget ε at order λ each table gets ε/K at λ; with an (ε, δ) budget one common
 noise level is searched so that the ``K``-fold composition converts to at most (ε, δ) with
-:func:`pymc_rdp.rdp.to_dp`. Every release is charged to :attr:`BayesianNetwork.accountant`
+:func:`pymc_rdp.privacy.rdp.to_dp`. Every release is charged to :attr:`BayesianNetwork.accountant`
 *before* its noise is drawn; if the whole fit does not fit into the accountant's budget nothing
 is charged and nothing is released.
 
@@ -74,7 +74,8 @@ prior, 0.81 and 0.66 with the whole-table parameterisation below (binomial stand
 
 ``fit(..., noise_model="joint")`` replaces the per-family terms by one likelihood of all tables
 together with their exact between-table covariance (the linear-query model of
-:mod:`pymc_rdp.models.joint_likelihood`), which removes the approximation at a higher cost per
+:mod:`pymc_rdp.distributions.joint_likelihood`), which removes the approximation at a higher cost
+per
 gradient.
 
 The record count ``N`` is computed from the private records and is never used or published
@@ -102,9 +103,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from .._validation import check_positive
-from ..domains import FROM_DATA, check_states, check_within, declare_from_data, states_from_data
-from .bn_structure import (
+from pymc_rdp._validation import check_positive
+from pymc_rdp.bn.structure import (
     NetworkStructure,
     config_labels,
     encode_frame,
@@ -115,6 +115,13 @@ from .bn_structure import (
     parse_structure,
     record_log_likelihood,
     validate_frame,
+)
+from pymc_rdp.curation.domains import (
+    FROM_DATA,
+    check_states,
+    check_within,
+    declare_from_data,
+    states_from_data,
 )
 
 __all__ = ["BayesianNetwork"]
@@ -190,7 +197,7 @@ class BayesianNetwork:
         a node's states is refused at fit time (nothing released or charged). Every node needs
         declared states for a private fit. ``"from-data"`` (for all undeclared nodes, or as the
         value of one node) is the explicit opt-in to read states from the records
-        (:func:`pymc_rdp.domains.states_from_data`: float, identifier and high-cardinality
+        (:func:`pymc_rdp.curation.domains.states_from_data`: float, identifier and high-cardinality
         columns are still refused); the ledger then records ``states_from_data`` as outside the
         guarantee. ``mechanism="none"`` (no privacy) reads undeclared states from the data.
 
@@ -337,7 +344,8 @@ class BayesianNetwork:
             One record per row, one column per node (other columns are ignored). Missing values
             are refused with a ValueError: drop or impute them before fitting. A pandas frame is
             counted in memory; any other frame narwhals supports (Polars, PyArrow, DuckDB,
-            PySpark, Ibis) is counted by its own engine (:func:`pymc_rdp.counting.count_tables`).
+            PySpark, Ibis) is counted by its own engine
+            (:func:`pymc_rdp.curation.counting.count_tables`).
         mechanism : {"dirichlet", "gaussian", "laplace", "none"}
             How each family table is released (see the module notes).
         epsilon : float
@@ -389,7 +397,8 @@ class BayesianNetwork:
             (the approximation above: ``likelihood`` and ``margins`` apply). ``"joint"``: the
             faithful linear-query model of all tables at once, ``y ~ N(N Q p, N Q(diag p −
             p pᵀ)Qᵀ + diag σ²)`` with ``p`` the network's joint distribution
-            (:func:`pymc_rdp.models.joint_likelihood.build_joint_model`; Laplace noise through
+            (:func:`pymc_rdp.distributions.joint_likelihood.build_joint_model`; Laplace noise
+            through
             its latent scale mixture). Calibrated where the per-family model is not, and one to
             three orders of magnitude slower per gradient on networks the size of alarm (see
             ``docs/calibration.md``).
@@ -423,7 +432,7 @@ class BayesianNetwork:
                 "reproducible, non-private releases in tests, and sample(random_seed=...) for "
                 "the MCMC"
             )
-        from ..mechanisms.noise import declare_unsafe_noise, resolve_noise_source
+        from pymc_rdp.privacy.mechanisms.noise import declare_unsafe_noise, resolve_noise_source
 
         source = resolve_noise_source(noise_source)
         if mechanism not in _MECHANISMS:
@@ -471,7 +480,7 @@ class BayesianNetwork:
             self._last_accountant = acc
             mech = self._calibrate(mechanism, neighbours, epsilon, order, delta, alpha0, acc)
             n_fam = self.structure.n_families
-            from ..accountant import BudgetExceededError
+            from pymc_rdp.privacy.accountant import BudgetExceededError
 
             if not acc.can_spend(mech, count=n_fam):
                 raise BudgetExceededError(
@@ -531,7 +540,7 @@ class BayesianNetwork:
                 totals = [float(np.sum(_release_values(r))) for r in self.releases.values()]
                 self.n_records = max(1, round(float(np.mean(totals))))
             if noise_aware and noise_model == "joint":
-                from .joint_likelihood import joint_model_from_network
+                from pymc_rdp.distributions.joint_likelihood import joint_model_from_network
 
                 self.model = joint_model_from_network(self)
             elif noise_aware:
@@ -581,8 +590,8 @@ class BayesianNetwork:
         acc: Any,
     ) -> Any:
         """The per-family mechanism: ε/K at λ, or the least common noise meeting (ε, δ)."""
-        from .. import rdp
-        from ..mechanisms import (
+        from pymc_rdp.privacy import rdp
+        from pymc_rdp.privacy.mechanisms import (
             DirichletMechanism,
             DiscreteGaussianMechanism,
             DiscreteLaplaceMechanism,
@@ -600,10 +609,11 @@ class BayesianNetwork:
                 return DiscreteLaplaceMechanism.calibrate(eps_f, order=order, sensitivity=d1)
             return DirichletMechanism.calibrate(eps_f, order, d2, dinf, alpha0=alpha0)
         eps_t = epsilon * (1.0 - _MARGIN)
-        # the tightest valid bound (pymc_rdp.tight_accounting), as the accountant computes it
+        # the tightest valid bound (pymc_rdp.privacy.tight_accounting), as the accountant computes
+        # it
         # (the discrete mechanisms' curves, converted by RDP: the continuous Gaussian's exact
         # composition does not apply to the discrete Gaussian)
-        from ..tight_accounting import planned_epsilon
+        from pymc_rdp.privacy.tight_accounting import planned_epsilon
 
         def meets(mech: Any) -> bool:
             return planned_epsilon([(mech, k)], delta, orders=orders) <= eps_t
@@ -616,7 +626,7 @@ class BayesianNetwork:
         if mechanism == "laplace":
             scale = _least(lambda b: meets(DiscreteLaplaceMechanism(b, d1)), d1 * k / eps_t)
             return DiscreteLaplaceMechanism(scale, d1)
-        from ..budget import calibrate_dirichlet
+        from pymc_rdp.privacy.calibration import calibrate_dirichlet
 
         return calibrate_dirichlet(
             eps_t, delta, d2, dinf, alpha0=alpha0, count=k, orders=orders
@@ -640,7 +650,7 @@ class BayesianNetwork:
     def _build_conjugate_model(self, tables: Mapping[str, np.ndarray]) -> Any:
         import pymc as pm
 
-        from .flat_cpt import flat_cpt
+        from pymc_rdp.distributions.flat_cpt import flat_cpt
 
         with self._base_model() as model:
             for v in self.nodes:
@@ -668,7 +678,8 @@ class BayesianNetwork:
         to the Dirichlet distribution", Sec. 2.3). The likelihood is linear in ``φ_v``.
 
         NUTS moves ``φ_v`` in log-ratios to the cell with the largest released count
-        (:class:`~pymc_rdp.models.simplex_transform.ReferenceLogRatio`): PyMC's default centred
+        (:class:`~pymc_rdp.distributions.simplex_transform.ReferenceLogRatio`): PyMC's default
+        centred
         log-ratios, the product ``π_v(c) θ_v[c, k]`` of two simplex variables and normalised
         Gamma variables all tie every coordinate to an average over many poorly known cells,
         and sampled alarm 4–25× slower (``docs/calibration.md``, sampling speed).
@@ -676,9 +687,9 @@ class BayesianNetwork:
         import pymc as pm
         import pytensor.tensor as pt
 
-        from ..distributions import NoisyCounts
-        from .flat_cpt import flat_cpt
-        from .simplex_transform import ReferenceLogRatio
+        from pymc_rdp.distributions import NoisyCounts
+        from pymc_rdp.distributions.flat_cpt import flat_cpt
+        from pymc_rdp.distributions.simplex_transform import ReferenceLogRatio
 
         with self._base_model() as model:
             theta: dict[str, Any] = {}
@@ -769,7 +780,7 @@ class BayesianNetwork:
             post = {_cpt_name(v): self._point_cpts[v].reshape(1, 1, -1) for v in self.nodes}
             idata = az.from_dict({"posterior": post}, coords=coords, dims=dims)
         else:
-            from ..distributions import sample as _sample
+            from pymc_rdp.distributions import sample as _sample
 
             idata = _sample(
                 draws,
@@ -940,7 +951,7 @@ def _check_budget(epsilon: Any, order: Any, delta: Any) -> tuple[float, float | 
 
 
 def _make_accountant(accountant: Any, epsilon: float, order: float | None, delta: float | None):
-    from ..accountant import Accountant
+    from pymc_rdp.privacy.accountant import Accountant
 
     if accountant is not None:
         if not isinstance(accountant, Accountant):
@@ -952,7 +963,7 @@ def _make_accountant(accountant: Any, epsilon: float, order: float | None, delta
 
 
 def _least(meets: Any, start: float) -> float:
-    from ..mechanisms.base import least_noise
+    from pymc_rdp.privacy.mechanisms.base import least_noise
 
     return least_noise(meets, start)
 
@@ -966,7 +977,7 @@ def _privatize(
     neighbours: str,
     public_total: int | None = None,
 ) -> Any:
-    from ..distributions import privatize
+    from pymc_rdp.distributions import privatize
 
     return privatize(
         statistic, mech, acc, tag, noise_source, neighbours=neighbours, public_total=public_total
@@ -992,13 +1003,15 @@ def _check_public_total(public_total: Any, n: int) -> int | None:
 def _count_on_engine(
     df: Any, structure: NetworkStructure, given: Mapping[str, Sequence[Hashable]]
 ) -> tuple[dict[str, list[Hashable]], dict[str, np.ndarray]]:
-    """States and family tables of a non-pandas frame (:func:`pymc_rdp.counting.count_tables`).
+    """States and family tables of a non-pandas frame
+    (:func:`pymc_rdp.curation.counting.count_tables`).
 
-    Nodes without given states take them from the data (:func:`pymc_rdp.counting.infer_states`),
+    Nodes without given states take them from the data
+    (:func:`pymc_rdp.curation.counting.infer_states`),
     which the guarantee does not cover. An empty frame is refused as in the pandas path.
     """
-    from ..counting import count_tables
-    from ..counting import infer_states as engine_states
+    from pymc_rdp.curation.counting import count_tables
+    from pymc_rdp.curation.counting import infer_states as engine_states
 
     states = {v: list(given[v]) for v in structure.order if v in given}
     unknown = [v for v in structure.order if v not in states]
@@ -1038,6 +1051,6 @@ def _dirichlet_draws(
 
 def _attach(idata: Any, model: Any, accountant: Any) -> None:
     """Store the model's private nodes and the accountant (JSON) in the DataTree's attrs."""
-    from ..distributions import attach_ledger
+    from pymc_rdp.distributions import attach_ledger
 
     attach_ledger(idata, model=model, accountant=accountant)

@@ -9,7 +9,7 @@ Minimization", TMLR 2023, Section 6):
 
 - ``"dirichlet"``: each table row is replaced by one exact draw
   :math:`\tilde\theta \sim \mathrm{Dirichlet}(r\,n + \alpha)` of the Dirichlet mechanism, calibrated
-  with :meth:`~pymc_rdp.mechanisms.DirichletMechanism.calibrate`;
+  with :meth:`~pymc_rdp.privacy.mechanisms.DirichletMechanism.calibrate`;
 - ``"gaussian"`` / ``"laplace"``: exactly sampled integer noise is added to the counts (the
   discrete Gaussian / discrete Laplace mechanism, :class:`~pymc_rdp.DiscreteGaussianMechanism`,
   :class:`~pymc_rdp.DiscreteLaplaceMechanism`, recorded as ``discrete_gaussian`` /
@@ -30,7 +30,8 @@ replace-one neighbours a record that changes class alters two rows by one count 
 add/remove change in each); the sum of those two per-row losses is at most the loss of a
 replace-one change in one row (equal for the Gaussian and Dirichlet bounds, which depend on
 Δ₂² = 1 + 1; the discrete Laplace curve at Δ₁ = 2 is by construction the worst case over
-integer shifts of ℓ1 norm 2, two unit shifts included, :func:`pymc_rdp.rdp.discrete_laplace`),
+integer shifts of ℓ1 norm 2, two unit shifts included,
+:func:`pymc_rdp.privacy.rdp.discrete_laplace`),
 so the per-row curve with the replace-one sensitivities bounds the table.
 """
 
@@ -48,16 +49,20 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from .. import rdp as _rdp
-from ..accountant import Accountant, BudgetExceededError
-from ..domains import FROM_DATA, check_states, declare_from_data, states_from_data
-from ..mechanisms import (
+from pymc_rdp.curation.domains import FROM_DATA, check_states, declare_from_data, states_from_data
+from pymc_rdp.privacy import rdp as _rdp
+from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError
+from pymc_rdp.privacy.mechanisms import (
     DirichletMechanism,
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
     Mechanism,
 )
-from ..mechanisms.noise import UnsafeNoiseSeed, declare_unsafe_noise, resolve_noise_source
+from pymc_rdp.privacy.mechanisms.noise import (
+    UnsafeNoiseSeed,
+    declare_unsafe_noise,
+    resolve_noise_source,
+)
 
 __all__ = ["NaiveBayes"]
 

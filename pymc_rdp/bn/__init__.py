@@ -1,0 +1,1 @@
+"""Graph algorithms of Bayesian networks, without privacy: structure, family tables, elimination."""

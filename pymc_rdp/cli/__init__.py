@@ -1,0 +1,5 @@
+"""The ``pymc-rdp`` command line."""
+
+from pymc_rdp.cli.main import main
+
+__all__ = ["main"]

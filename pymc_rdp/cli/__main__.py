@@ -1,0 +1,5 @@
+import sys
+
+from pymc_rdp.cli.main import main
+
+sys.exit(main())

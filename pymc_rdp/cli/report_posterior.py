@@ -1,0 +1,125 @@
+"""The report's posterior tables: CPT means with 94% intervals and convergence diagnostics.
+
+Post-processing only: the parent configurations shown are the most populated by the *released*
+values (row sums of released noisy counts; for released CPTs, the parent marginals implied by
+the released network), never by the raw counts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["diagnostics", "populated_configs", "posterior_section"]
+
+#: thresholds of the convergence warning (Vehtari et al. 2021, "Rank-normalization, folding,
+#: and localization: an improved R-hat", Bayesian Analysis 16(2): r̂ < 1.01, ESS > 100 per chain)
+RHAT_MAX = 1.01
+ESS_PER_CHAIN = 100
+
+
+def populated_configs(bn: Any, node: str, k: int = 3) -> list[int]:
+    """Indices of ``node``'s ``k`` most populated parent configurations by the released values,
+    in decreasing order (ties: declaration order)."""
+    from pymc_rdp.bn.structure import family_marginal
+
+    n_configs = len(bn.parent_configurations(node))
+    release = bn.releases.get(node) if bn.releases else None
+    values = getattr(release, "values", None)
+    if values is not None and np.size(values) == n_configs * bn.cards[node]:
+        weight = np.asarray(values, dtype=np.float64).reshape(n_configs, -1).sum(axis=1)
+    elif bn.parents[node]:
+        weight = np.asarray(family_marginal(bn.structure, node, bn.cpts, bn.cards), dtype=float)
+    else:
+        weight = np.ones(1)
+    order = np.argsort(-weight, kind="stable")
+    return [int(i) for i in order[:k]]
+
+
+def diagnostics(idata: Any) -> dict[str, Any] | None:
+    """``{"chains", "draws", "max_rhat", "min_ess_bulk", "min_ess_tail", "divergences",
+    "ok"}`` over every posterior variable, or None for fewer than 2 draws per chain."""
+    import arviz as az
+
+    post = idata["posterior"]
+    chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
+    if draws < 4:
+        return None
+
+    def _extreme(ds: Any, fn: Any) -> float:
+        vals = [np.asarray(ds[k].to_numpy(), dtype=float).ravel() for k in ds.data_vars]
+        vals = np.concatenate(vals)
+        vals = vals[np.isfinite(vals)]
+        return float(fn(vals)) if vals.size else float("nan")
+
+    rhat = _extreme(az.rhat(idata), np.max) if chains > 1 else float("nan")
+    bulk = _extreme(az.ess(idata, method="bulk"), np.min)
+    tail = _extreme(az.ess(idata, method="tail"), np.min)
+    div = 0
+    children = getattr(idata, "children", {})
+    if "sample_stats" in children and "diverging" in idata["sample_stats"].data_vars:
+        div = int(np.asarray(idata["sample_stats"]["diverging"].to_numpy()).sum())
+    ok = (chains == 1 or rhat < RHAT_MAX) and min(bulk, tail) > ESS_PER_CHAIN * chains and div == 0
+    return {
+        "chains": chains,
+        "draws": draws,
+        "max_rhat": rhat,
+        "min_ess_bulk": bulk,
+        "min_ess_tail": tail,
+        "divergences": div,
+        "ok": bool(ok),
+    }
+
+
+def posterior_section(bn: Any, idata: Any, k: int = 3, prob: float = 0.94) -> list[str]:
+    """Markdown lines: the diagnostics (with a warning when they fail) and, per node, the
+    posterior mean and central ``prob`` interval of each state (declared order) for the ``k``
+    most populated parent configurations."""
+    lines: list[str] = []
+    add = lines.append
+    d = diagnostics(idata)
+    if d is None:
+        add(
+            "Convergence diagnostics: none (the posterior holds one draw per chain, the released "
+            "values; there is no Markov chain to diagnose)."
+        )
+    else:
+        rhat = "n/a (one chain)" if d["chains"] == 1 else f"{d['max_rhat']:.3f}"
+        add(
+            f"Convergence diagnostics over every variable ({d['chains']} chain(s) × "
+            f"{d['draws']} draws): max r̂ {rhat}, min bulk ESS {d['min_ess_bulk']:.0f}, "
+            f"min tail ESS {d['min_ess_tail']:.0f}, divergences {d['divergences']}."
+        )
+        if not d["ok"]:
+            add("")
+            add(
+                f"**Warning: the sampler has not converged** (wanted r̂ < {RHAT_MAX}, ESS > "
+                f"{ESS_PER_CHAIN} per chain, no divergences): do not use these intervals; "
+                "run longer (`--draws`, `--tune`, `--chains`)."
+            )
+    lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
+    for v in bn.nodes:
+        draws = bn.cpt_draws(idata, v)
+        configs = bn.parent_configurations(v)
+        states = [str(s) for s in bn.states[v]]
+        add("")
+        single = draws.shape[0] == 1
+        what = "the value" if single else f"mean [{prob:.0%} interval]"
+        add(f"**{v}** — {what} per state, most populated parent configurations:")
+        add("")
+        add("| parent configuration | " + " | ".join(states) + " |")
+        add("|---" * (len(states) + 1) + "|")
+        for c in populated_configs(bn, v, k):
+            x = draws[:, c, :]
+            mean, q_lo, q_hi = (
+                x.mean(axis=0),
+                np.quantile(x, lo, axis=0),
+                np.quantile(x, hi, axis=0),
+            )
+            cells = [
+                f"{m:.3f}" if single else f"{m:.3f} [{a:.3f}, {b:.3f}]"
+                for m, a, b in zip(mean, q_lo, q_hi, strict=True)
+            ]
+            add(f"| {configs[c]} | " + " | ".join(cells) + " |")
+    return lines

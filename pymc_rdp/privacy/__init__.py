@@ -1,0 +1,13 @@
+"""The privacy core: Rényi-DP curves, mechanisms, the accountant and noise calibration.
+
+This package imports only NumPy, SciPy and numba — never PyMC, PyTensor or pandas — so that the
+guarantee can be audited, and a ledger recomputed, without the modelling stack.
+
+* :mod:`.rdp` — orders, curves of the standard mechanisms, conversion to (ε, δ), interpretation.
+* :mod:`.mechanisms` — the mechanisms, each with its curve, its sensitivity rule and its exact
+sampler.
+* :mod:`.accountant` — the accountant and its tamper-evident ledger.
+* :mod:`.calibration` — the least noise that meets a budget.
+* :mod:`.tight_accounting`, :mod:`.dp_events`, :mod:`.filters` — tight (ε, δ), dp-accounting events,
+  privacy filters for adaptive composition.
+"""

@@ -1,0 +1,424 @@
+"""The data-augmentation sampler against exact posteriors.
+
+The oracle enumerates every table of joint-configuration counts of N records (stars and bars) and
+weights it by the Dirichlet–multinomial marginal of the records times the mechanism's density of
+the released family tables; the posterior moments of every CPT entry are then exact mixtures of
+Dirichlet moments. The sampler's means and second moments must agree within Monte-Carlo error
+(ESS-aware), and the same comparison must reject a sampler run on a wrong density.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy.special import gammaln
+
+from pymc_rdp.distributions import _augmentation_kernels as kernels
+from pymc_rdp.distributions.data_augmentation import (
+    OBSERVATIONS,
+    DataAugmentation,
+    sample_augmentation,
+)
+from pymc_rdp.privacy.mechanisms import DirichletMechanism, GaussianMechanism, LaplaceMechanism
+
+STRUCTURE = {"a": [], "b": ["a"], "c": ["a", "b"]}
+STATES = {"a": [0, 1], "b": [0, 1, 2], "c": [0, 1]}
+N = 5
+
+
+# ------------------------------------------------------------------------------- the oracle
+
+
+def _compositions(n: int, parts: int):
+    for bars in itertools.combinations(range(n + parts - 1), parts - 1):
+        prev = -1
+        out = []
+        for b in (*bars, n + parts - 1):
+            out.append(b - prev - 1)
+            prev = b
+        yield np.array(out)
+
+
+def _family_tables(joint: np.ndarray, structure, cards) -> dict[str, np.ndarray]:
+    nodes = list(structure)
+    axes = {v: i for i, v in enumerate(nodes)}
+    arr = joint.reshape([cards[v] for v in nodes])
+    out = {}
+    for v in nodes:
+        keep = [*structure[v], v]
+        other = tuple(i for u, i in axes.items() if u not in keep)
+        marg = arr.sum(axis=other)
+        kept = [u for u in nodes if u in keep]
+        marg = np.transpose(marg, [kept.index(u) for u in keep])
+        out[v] = marg.reshape(-1, cards[v])
+    return out
+
+
+def _log_eta(tables, releases) -> float:
+    total = 0.0
+    for v, (values, mech) in releases.items():
+        s = tables[v]
+        if mech.name == "gaussian":
+            total -= float(np.sum((np.asarray(values).reshape(s.shape) - s) ** 2)) / (
+                2 * mech.sigma**2
+            )
+        elif mech.name == "laplace":
+            total -= float(np.sum(np.abs(np.asarray(values).reshape(s.shape) - s))) / mech.scale
+        else:
+            conc = float(mech.r) * s + float(mech.alpha)
+            theta = np.asarray(values)
+            total += float(
+                np.sum(gammaln(conc.sum(axis=1)))
+                - np.sum(gammaln(conc))
+                + np.sum((conc - 1) * np.log(theta))
+            )
+    return total
+
+
+def exact_moments(structure, states, releases, n, alpha0=1.0):
+    """Exact E[θ] and E[θ²] of every CPT entry: node -> (mean, second moment) arrays."""
+    cards = {v: len(s) for v, s in states.items()}
+    j = int(np.prod(list(cards.values())))
+    logw, first, second = [], [], []
+    for joint in _compositions(n, j):
+        tables = _family_tables(joint, structure, cards)
+        lw = gammaln(n + 1) - np.sum(gammaln(joint + 1))
+        m1, m2 = {}, {}
+        for v, s in tables.items():
+            a = alpha0 + s
+            big = a.sum(axis=1, keepdims=True)
+            lw += (
+                np.sum(gammaln(a))
+                - np.sum(gammaln(big))
+                - s.shape[0] * (cards[v] * gammaln(alpha0) - gammaln(cards[v] * alpha0))
+            )
+            m1[v] = a / big
+            m2[v] = a * (a + 1) / (big * (big + 1))
+        logw.append(lw + _log_eta(tables, releases))
+        first.append(m1)
+        second.append(m2)
+    w = np.exp(np.array(logw) - np.max(logw))
+    w /= w.sum()
+    return {
+        v: (
+            sum(wi * f[v] for wi, f in zip(w, first, strict=True)),
+            sum(wi * s[v] for wi, s in zip(w, second, strict=True)),
+        )
+        for v in structure
+    }
+
+
+def _ess(draws: np.ndarray) -> np.ndarray:
+    """Bulk ESS of every entry of (chain, draw, ...) draws."""
+    import arviz as az
+
+    out = np.empty(draws.shape[2:])
+    for idx in np.ndindex(*draws.shape[2:]):
+        out[idx] = float(az.ess(draws[(slice(None), slice(None), *idx)]))
+    return out
+
+
+def max_z(idata, exact) -> float:
+    """Largest |z| of the sampler's first and second moments against the exact ones."""
+    worst = 0.0
+    for v, (m1, m2) in exact.items():
+        flat = idata["posterior"][f"{v}_cpt"].to_numpy()  # (chain, draw, cells)
+        draws = flat.reshape(*flat.shape[:2], *np.shape(m1))
+        sd1 = np.sqrt(np.maximum(m2 - m1**2, 1e-12))
+        z1 = (draws.mean(axis=(0, 1)) - m1) / (sd1 / np.sqrt(_ess(draws)))
+        sq = draws**2
+        sd2 = sq.reshape(-1, *sq.shape[2:]).std(axis=0) + 1e-12
+        z2 = (sq.mean(axis=(0, 1)) - m2) / (sd2 / np.sqrt(_ess(sq)))
+        worst = max(worst, float(np.max(np.abs(z1))), float(np.max(np.abs(z2))))
+    return worst
+
+
+# ------------------------------------------------------------------------------ releases
+
+
+def _gaussian_releases():
+    g = GaussianMechanism(1.2, math.sqrt(2))
+    # fixed released values: the test is about the posterior, not the noise
+    return {
+        "a": (np.array([3.6, 0.7]), g),
+        "b": (np.array([[0.4, 1.9, 1.2], [-0.6, 0.3, 1.1]]), g),
+        "c": (
+            np.array([[0.2, 1.4], [0.8, -0.3], [1.7, 0.1], [0.0, 0.6], [1.3, -0.2], [0.4, 0.9]]),
+            g,
+        ),
+    }
+
+
+def _laplace_releases():
+    lap = LaplaceMechanism(0.9, 2.0)
+    rel = _gaussian_releases()
+    return {v: (y, lap) for v, (y, _) in rel.items()}
+
+
+def _dirichlet_releases():
+    mech = DirichletMechanism(0.6, 1.5, math.sqrt(2), 1.0)
+    return {
+        "a": (np.array([[0.8, 0.2]]), mech),
+        "b": (np.array([[0.1, 0.6, 0.3], [0.3, 0.3, 0.4]]), mech),
+        "c": (
+            np.array([[0.5, 0.5], [0.7, 0.3], [0.9, 0.1], [0.4, 0.6], [0.2, 0.8], [0.5, 0.5]]),
+            mech,
+        ),
+    }
+
+
+RELEASES = {
+    "gaussian": _gaussian_releases,
+    "laplace": _laplace_releases,
+    "dirichlet": _dirichlet_releases,
+}
+
+CASES = [
+    ("gaussian", ("record",)),
+    ("gaussian", ("site",)),
+    ("gaussian", ("block",)),
+    ("gaussian", ("record", "site", "block")),
+    ("laplace", ("site", "block")),
+    ("laplace", ("record",)),
+    ("dirichlet", ("site", "block")),
+    ("dirichlet", ("record",)),
+]
+
+
+@pytest.fixture(scope="module")
+def exact():
+    return {name: exact_moments(STRUCTURE, STATES, make(), N) for name, make in RELEASES.items()}
+
+
+@pytest.mark.parametrize(("mechanism", "moves"), CASES)
+def test_posterior_matches_enumeration(exact, mechanism, moves):
+    da = DataAugmentation(
+        STRUCTURE, STATES, RELEASES[mechanism](), N, moves=moves, block_size=3, block_moves=4
+    )
+    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=11)
+    assert max_z(idata, exact[mechanism]) < 4.5
+
+
+def test_the_comparison_rejects_a_wrong_density(exact):
+    """A sampler whose Gaussian density is too sharp (σ/2, i.e. an acceptance ratio raised to
+    the 4th power) must fail the comparison that the correct one passes."""
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N, moves=("record",))
+    kind, coef, *rest = da._obs
+    da._obs = (kind, coef * 4.0, *rest)
+    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=11)
+    assert max_z(idata, exact["gaussian"]) > 6.0
+
+
+def test_dirichlet_single_table_matches_grid():
+    """K = 2, one table: θ ~ Beta(1, 1), s ~ Binomial(N, θ), θ̃ ~ Beta(r s + α, r (N − s) + α)."""
+    n, r, alpha, released = 40, 0.3, 2.0, 0.72
+    mech = DirichletMechanism(r, alpha, math.sqrt(2), 1.0)
+    da = DataAugmentation(
+        {"a": []}, {"a": ["x", "y"]}, {"a": (np.array([[released, 1 - released]]), mech)}, n
+    )
+    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=3)
+    draws = idata["posterior"]["a_cpt"].to_numpy()[:, :, 0]  # cell (config 0, state 0)
+    grid = (np.arange(20000) + 0.5) / 20000
+    s = np.arange(n + 1)
+    log_binom = gammaln(n + 1) - gammaln(s + 1) - gammaln(n - s + 1)
+    a, b = r * s + alpha, r * (n - s) + alpha
+    log_eta = (
+        gammaln(a + b)
+        - gammaln(a)
+        - gammaln(b)
+        + (a - 1) * np.log(released)
+        + (b - 1) * np.log(1 - released)
+    )
+    lik = np.exp(
+        log_binom[None, :]
+        + s[None, :] * np.log(grid[:, None])
+        + (n - s)[None, :] * np.log1p(-grid[:, None])
+        + log_eta[None, :]
+    ).sum(axis=1)
+    dens = lik / lik.sum()
+    cdf = np.cumsum(dens)
+    mean = float(np.sum(dens * grid))
+    sd = float(np.sqrt(np.sum(dens * grid**2) - mean**2))
+    ess = _ess(draws[:, :, None])[0]
+    assert abs(draws.mean() - mean) < 4.5 * sd / math.sqrt(ess)
+    for q in (0.1, 0.5, 0.9):
+        cut = grid[np.searchsorted(cdf, q)]
+        below = (draws <= cut).astype(float)
+        ess_q = _ess(below[:, :, None])[0]
+        assert abs(below.mean() - q) < 4.5 * math.sqrt(q * (1 - q) / ess_q)
+    # the data say something beyond the prior: the posterior sd is below the Beta(1, 1)'s 0.289
+    assert sd < 0.2
+
+
+# ------------------------------------------------------------------------ kernel invariants
+
+
+def test_moves_keep_the_tables_consistent_with_the_records():
+    da = DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), 30, moves=MOVES_ALL)
+    _, _, x = da.run_chain(draws=20, tune=0, seed=5)
+    cell_n = np.zeros(int(da._net[4][-1]), dtype=np.int64)
+    row_n = np.zeros(int(da._net[5][-1]), dtype=np.int64)
+    kernels.tabulate(x, da._net, cell_n, row_n)
+    # tables recomputed from the final records equal the ones kept move by move
+    codes = {v: x[:, i] for i, v in enumerate(da.nodes)}
+    from pymc_rdp.bn.structure import family_table
+
+    off = da._net[4]
+    for i, v in enumerate(da.nodes):
+        table = family_table(codes, v, STRUCTURE[v], da.cards)
+        np.testing.assert_array_equal(cell_n[off[i] : off[i + 1]], table.reshape(-1))
+    assert x.min() >= 0
+    assert all(x[:, i].max() < da.cards[v] for i, v in enumerate(da.nodes))
+
+
+MOVES_ALL = ("record", "site", "block")
+
+
+def test_result_layout_matches_bayesian_network_names():
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N, moves=("site", "block"))
+    idata = da.sample(draws=30, tune=5, chains=3, random_seed=0)
+    post = idata["posterior"]
+    assert set(post.data_vars) == {"a_cpt", "b_cpt", "c_cpt"}
+    assert post["c_cpt"].dims == ("chain", "draw", "c_cell")  # one flat dim per CPT
+    assert post.sizes["chain"] == 3 and post.sizes["draw"] == 30
+    labels = list(post["c_cell"].values)
+    assert labels[:2] == [f"a=0,b=0 | c={s}" for s in STATES["c"][:2]]
+    rows = post["c_cpt"].to_numpy().reshape(3, 30, -1, len(STATES["c"]))
+    np.testing.assert_allclose(rows.sum(axis=-1), 1.0, rtol=1e-12)
+    assert {"accept_site", "accept_block"} <= set(idata["sample_stats"].data_vars)
+    rates = idata["sample_stats"]["accept_site"].to_numpy()
+    assert ((rates >= 0) & (rates <= 1)).all()
+
+
+def test_chains_are_reproducible_from_the_mcmc_seed():
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
+    a = da.sample(draws=20, tune=5, chains=2, random_seed=4)["posterior"]["b_cpt"].to_numpy()
+    b = da.sample(draws=20, tune=5, chains=2, random_seed=4)["posterior"]["b_cpt"].to_numpy()
+    np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(a[0], a[1])
+
+
+# ------------------------------------------------------------------------------ bad input
+
+
+def test_missing_release_is_refused():
+    rel = _gaussian_releases()
+    del rel["b"]
+    with pytest.raises(ValueError, match=r"no release for nodes \['b'\]"):
+        DataAugmentation(STRUCTURE, STATES, rel, N)
+
+
+def test_release_of_the_wrong_shape_is_refused():
+    rel = _gaussian_releases()
+    rel["c"] = (np.zeros(4), rel["c"][1])
+    with pytest.raises(ValueError, match=r"releases\['c'\].*6 parent configurations × 2"):
+        DataAugmentation(STRUCTURE, STATES, rel, N)
+    rel = _dirichlet_releases()
+    rel["b"] = (np.array([[0.5, 0.5], [0.5, 0.5]]), rel["b"][1])
+    with pytest.raises(ValueError, match=r"releases\['b'\].*2 parent configurations × 3"):
+        DataAugmentation(STRUCTURE, STATES, rel, N)
+
+
+def test_unsupported_mechanism_is_refused():
+    from pymc_rdp.privacy.mechanisms import RandomizedResponse
+
+    rel = _gaussian_releases()
+    rel["a"] = (rel["a"][0], RandomizedResponse(0.8))
+    with pytest.raises(ValueError, match="not supported by data augmentation"):
+        DataAugmentation(STRUCTURE, STATES, rel, N)
+
+
+def test_post_processed_release_is_refused():
+    from pymc_rdp.distributions import Release
+
+    g = GaussianMechanism(2.0, math.sqrt(2))
+    rel = _gaussian_releases()
+    rel["a"] = Release(values=np.array([3.0, 0.0]), mechanism=g, tag="t", clamped=True)
+    with pytest.raises(ValueError, match="clamped at zero"):
+        DataAugmentation(STRUCTURE, STATES, rel, N)
+
+
+def test_dirichlet_rows_must_be_draws():
+    rel = _dirichlet_releases()
+    rel["a"] = (np.array([[0.5, 0.7]]), rel["a"][1])
+    with pytest.raises(ValueError, match="sum to 1"):
+        DataAugmentation(STRUCTURE, STATES, rel, N)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"n_records": None}, TypeError, "unknown N"),
+        ({"n_records": 0}, ValueError, "n_records"),
+        ({"alpha0": -1.0}, ValueError, "alpha0"),
+        ({"moves": ("nuts",)}, ValueError, "moves"),
+        ({"block_size": 0}, ValueError, "block_size"),
+    ],
+)
+def test_bad_arguments(kwargs, error, match):
+    args = {"n_records": N}
+    args.update(kwargs)
+    n = args.pop("n_records")
+    with pytest.raises(error, match=match):
+        DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), n, **args)
+
+
+def test_registry_covers_the_release_mechanisms():
+    assert {"gaussian", "laplace", "discrete_gaussian", "discrete_laplace", "dirichlet"} <= set(
+        OBSERVATIONS
+    )
+
+
+# ----------------------------------------------------------------------- from a network
+
+
+def _frame(n: int, seed: int):
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 2, n)
+    b = (a + rng.integers(0, 2, n)) % 3
+    c = (b > 0).astype(int) ^ (rng.random(n) < 0.2)
+    return pd.DataFrame({"a": a, "b": b, "c": c})
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
+def test_from_network(mechanism):
+    import pymc_rdp as pmr
+
+    bn = pmr.BayesianNetwork(STRUCTURE, states=STATES)
+    bn.fit(_frame(300, 1), mechanism=mechanism, epsilon=2.0, delta=1e-6, public_total=300)
+    idata = sample_augmentation(bn, draws=200, tune=50, chains=2, random_seed=1)
+    for v in bn.nodes:
+        draws = bn.cpt_draws(idata, v)
+        assert draws.shape[1:] == (len(bn.parent_configurations(v)), bn.cards[v])
+        np.testing.assert_allclose(draws.sum(axis=-1), 1.0, rtol=1e-12)
+    from pymc_rdp.distributions import read_ledger
+
+    assert read_ledger(idata)["accountant"].to_json() == bn.accountant.to_json()
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
+def test_from_network_refuses_a_private_n(mechanism):
+    """Without public_total the fit's N is an estimate (or absent): conditioning on it would not
+    be the posterior of the releases."""
+    import pymc_rdp as pmr
+
+    bn = pmr.BayesianNetwork(STRUCTURE, states=STATES)
+    bn.fit(_frame(100, 2), mechanism=mechanism, epsilon=2.0, delta=1e-6)
+    with pytest.raises(ValueError, match="not declared public"):
+        DataAugmentation.from_network(bn)
+
+
+def test_from_network_refuses_no_privacy():
+    import pymc_rdp as pmr
+
+    bn = pmr.BayesianNetwork(STRUCTURE, states=STATES)
+    bn.fit(_frame(100, 2), mechanism="none")
+    with pytest.raises(ValueError, match="no releases"):
+        DataAugmentation.from_network(bn)
+    with pytest.raises(ValueError, match="not fitted"):
+        DataAugmentation.from_network(pmr.BayesianNetwork(STRUCTURE, states=STATES))
