@@ -65,13 +65,13 @@ def main(argv: list[str] | None = None) -> Path:
             "activity_given_weather", counts, mechanism, dims=("weather", "activity")
         )
 
-    tree = pmr.release(model, draws=k, accountant=accountant)
+    tree = pmr.release_dirichlet(model, draws=k, accountant=accountant)
     print(
         f"released {k} exact draws; r = {float(mechanism.r):.4g}, α = {float(mechanism.alpha):.4g}"
     )
     print(az.summary(tree, kind="stats"))
     try:
-        pmr.release(model, draws=k, accountant=accountant)
+        pmr.release_dirichlet(model, draws=k, accountant=accountant)
     except BudgetExceededError as exc:
         print("second release refused before drawing:", str(exc).splitlines()[0][:120])
     print(accountant.report())

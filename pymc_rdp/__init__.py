@@ -41,8 +41,8 @@ _EXPORTS: dict[str, str] = {
     "UnsafeNoiseSeed": "pymc_rdp.privacy.mechanisms",
     # private domains: quantiles and bin edges of numeric columns
     "ExponentialQuantile": "pymc_rdp.privacy.mechanisms",
-    "private_quantiles": "pymc_rdp.privacy.mechanisms",
-    "private_bins": "pymc_rdp.privacy.mechanisms",
+    "private_quantiles": "pymc_rdp.curation.quantiles",
+    "private_bins": "pymc_rdp.curation.quantiles",
     # budget helpers
     "split_budget": "pymc_rdp.privacy.calibration",
     "calibrate_dirichlet": "pymc_rdp.privacy.calibration",
@@ -52,6 +52,7 @@ _EXPORTS: dict[str, str] = {
     "NoisyCounts": "pymc_rdp.distributions",
     "DirichletRelease": "pymc_rdp.distributions",
     "release": "pymc_rdp.distributions",
+    "release_dirichlet": "pymc_rdp.distributions",
     "RefusedDrawError": "pymc_rdp.distributions",
     "ledger": "pymc_rdp.distributions",
     "sample": "pymc_rdp.distributions",

@@ -34,6 +34,7 @@ MOVED: dict[str, str] = {
     "pymc_rdp.models.flat_cpt": "pymc_rdp.distributions.flat_cpt",
     "pymc_rdp.models.simplex_transform": "pymc_rdp.distributions.simplex_transform",
     "pymc_rdp.distributions.release": "pymc_rdp.curation.release",
+    "pymc_rdp.distributions.ledger": "pymc_rdp.distributions.private_nodes",
 }
 
 

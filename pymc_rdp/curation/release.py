@@ -1,28 +1,33 @@
-"""Releasing a privatized count table: :func:`privatize` and the :class:`Release` record.
+"""The :class:`Release` record of every charged release, and :func:`privatize` for count tables.
 
-The curator's side of the noisy-sufficient-statistics path. A contingency table (or a batch of
-tables, e.g. the family table of a CPT: parent configurations × child states) is released once with
-exactly sampled integer noise: the discrete Gaussian or discrete Laplace mechanism
+A :class:`Release` is what leaves the curator: the released values together with everything an
+analyst needs to model them (mechanism, ledger tag, neighbouring relation, group identity,
+censoring flags, the ledger entry), serialisable to JSON so it can be published without the raw
+data. Every release path returns one: noisy count tables (:func:`privatize`, the estimators'
+family tables), exact Dirichlet draws (:func:`~pymc_rdp.release_dirichlet`), randomized
+response and private quantiles — all drawn by :func:`pymc_rdp.curation.charge.release_plan`
+after the accountant accepted the charge.
+
+A contingency table (or a batch of tables, e.g. the family table of a CPT: parent configurations ×
+child states) is released by :func:`privatize` once with exactly sampled integer noise: a
+mechanism with ``for_counts`` set, the discrete Gaussian or discrete Laplace mechanism
 (:class:`~pymc_rdp.DiscreteGaussianMechanism`, :class:`~pymc_rdp.DiscreteLaplaceMechanism`;
 Canonne, Kamath & Steinke 2020). The continuous Gaussian and Laplace mechanisms are refused for
 count tables: floating-point noise added to an integer leaks it through its low-order bits
 (Mironov 2012, "On Significance of the Least Significant Bits for Differential Privacy"), and they
-stay available for non-integer statistics. The accountant is charged *before* any noise is drawn,
-so that a refused release leaks nothing, and the result is a :class:`Release`: the noisy values
-together with everything an analyst needs to model them (mechanism, neighbouring relation,
-censoring flags, the ledger entry), serialisable to JSON so it can be published without the raw
-data.
+stay available for non-integer statistics.
 
 Sensitivity of a count table
 ----------------------------
 Under *replace-one* neighbours one record moves from one cell to another: two cells change by 1,
 so Δ₁ = 2, Δ₂ = √2, Δ∞ = 1 — for a single table and equally for a whole batch of rows (the record
 may move between rows, still two cells). Under *add/remove* neighbours one cell changes by 1:
-Δ₁ = Δ₂ = Δ∞ = 1. A (discrete) Gaussian mechanism's ``sensitivity`` is its ℓ2 sensitivity and a
-(discrete) Laplace mechanism's its ℓ1 sensitivity; a mechanism calibrated for less than the
-table's sensitivity is refused (the RDP curves hold for queries of at most the stated
-sensitivity: Mironov 2017, "Rényi Differential Privacy", Propositions 6–7, and
-:mod:`pymc_rdp.privacy.rdp` for the discrete curves).
+Δ₁ = Δ₂ = Δ∞ = 1. Each mechanism states which of these its curve needs
+(:meth:`Mechanism.sensitivity_checks <pymc_rdp.privacy.mechanisms.Mechanism.sensitivity_checks>`:
+Δ₂ for the Gaussian family, Δ₁ for the Laplace family, Δ₂ and Δ∞ for the Dirichlet mechanism);
+a mechanism calibrated for less than the table's sensitivity is refused (the RDP curves hold for
+queries of at most the stated sensitivity: Mironov 2017, "Rényi Differential Privacy",
+Propositions 6–7, and :mod:`pymc_rdp.privacy.rdp` for the discrete curves).
 """
 
 from __future__ import annotations
@@ -35,21 +40,15 @@ from typing import Any
 import numpy as np
 
 from pymc_rdp.privacy.accountant import Accountant
-from pymc_rdp.privacy.mechanisms import (
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
-    GaussianMechanism,
-    LaplaceMechanism,
-    Mechanism,
-    mechanism_from_dict,
-)
-from pymc_rdp.privacy.mechanisms.noise import declare_unsafe_noise, resolve_noise_source
+from pymc_rdp.privacy.mechanisms import Mechanism, mechanism_from_dict
+from pymc_rdp.privacy.mechanisms.noise import resolve_noise_source
 
 __all__ = [
     "NEIGHBOURS",
     "Release",
     "check_count_table",
     "check_sensitivity",
+    "entry_dict",
     "privatize",
     "table_sensitivity",
 ]
@@ -80,33 +79,21 @@ def table_sensitivity(neighbours: str) -> dict[str, float]:
 def check_sensitivity(mechanism: Mechanism, neighbours: str) -> None:
     """Refuse a mechanism calibrated for less than a count table's sensitivity.
 
+    The mechanism names the sensitivities its curve needs
+    (:meth:`~pymc_rdp.privacy.mechanisms.Mechanism.sensitivity_checks`).
+
     Raises
     ------
     TypeError
-        If the mechanism is not Gaussian, Laplace or Dirichlet.
+        If ``mechanism`` is not a Mechanism, or has no sensitivity argument.
     ValueError
-        If its sensitivity is below the table's under ``neighbours``.
+        If one of its sensitivities is below the table's under ``neighbours``.
     """
-    from pymc_rdp.privacy.mechanisms import DirichletMechanism
-
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
     need = table_sensitivity(neighbours)
     tol = 1e-12
-    if isinstance(mechanism, (GaussianMechanism, DiscreteGaussianMechanism)):
-        checks = [("sensitivity (ℓ2)", mechanism.sensitivity, need["l2"])]
-    elif isinstance(mechanism, (LaplaceMechanism, DiscreteLaplaceMechanism)):
-        checks = [("sensitivity (ℓ1)", mechanism.sensitivity, need["l1"])]
-    elif isinstance(mechanism, DirichletMechanism):
-        checks = [
-            ("l2_sensitivity", float(np.min(mechanism.l2_sensitivity)), need["l2"]),
-            ("linf_sensitivity", float(np.min(mechanism.linf_sensitivity)), need["linf"]),
-        ]
-    else:
-        raise TypeError(
-            "mechanism must be a DiscreteGaussianMechanism, DiscreteLaplaceMechanism, "
-            "GaussianMechanism, LaplaceMechanism or DirichletMechanism for a count table, got "
-            f"{type(mechanism).__name__}"
-        )
-    for what, have, want in checks:
+    for what, have, want in mechanism.sensitivity_checks(need):
         if have < want * (1.0 - tol):
             raise ValueError(
                 f"mechanism {what} = {have:.6g} is below the sensitivity {want:.6g} of a count "
@@ -154,7 +141,8 @@ def _check_public_total(public_total: Any, counts: np.ndarray) -> float | None:
     return value
 
 
-def _entry_dict(entry: Any) -> dict[str, Any]:
+def entry_dict(entry: Any) -> dict[str, Any]:
+    """A ledger entry (``LedgerEntry`` or its ``to_dict()``) as a plain dict with its index."""
     if entry is None:
         return {}
     if hasattr(entry, "to_dict"):
@@ -168,22 +156,25 @@ def _entry_dict(entry: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True, eq=False)
 class Release:
-    """A published noisy count table and its provenance.
+    """A published release and its provenance: one record for every mechanism.
 
-    Never re-noised: building a model from a release (or from its JSON) only reads ``values``.
+    Never re-drawn: building a model from a release (or from its JSON) only reads ``values``.
 
     Attributes
     ----------
     values : numpy.ndarray
-        The released values, float64, shape (K,) or (rows, K) (read-only).
+        The released values, float64 (read-only): shape (K,) or (rows, K) — a noisy count table,
+        a table of Dirichlet draws (rows on the simplex), randomized bits, quantiles — with a
+        leading axis of length ``draws`` when ``draws > 1``.
     mechanism : Mechanism
-        The mechanism that produced them (Gaussian or Laplace).
+        The mechanism that drew them.
     tag : str
         The label of the release in the ledger.
     neighbours : {"replace-one", "add-remove"}
         The neighbouring relation the mechanism was calibrated for.
     entry : dict
-        The accountant's ledger entry (``LedgerEntry.to_dict()``; empty if unknown).
+        The accountant's ledger entry (``LedgerEntry.to_dict()``; empty if unknown); the first
+        one of a release charged in several partitions.
     clamped : bool
         Values were clamped at zero after noising (a 0 is a left-censored value).
     rounded : bool
@@ -196,6 +187,12 @@ class Release:
         public_total=N)``, recorded as a ``"public_total"`` declaration in the ledger); ``None``
         otherwise. The exact total of private records is never published by default, under
         either relation: released per region, it would be each region's exact size.
+    group : str, int, tuple or None
+        The parallel-composition group of the release's ledger entries.
+    partitions : tuple or None
+        The partitions it was charged in (one ledger entry each), within ``group``.
+    draws : int
+        Independent draws held in ``values`` (each charged).
     """
 
     values: np.ndarray
@@ -207,15 +204,29 @@ class Release:
     rounded: bool = False
     normalised: bool = False
     total: float | None = None
+    group: Any = None
+    partitions: tuple[Any, ...] | None = None
+    draws: int = 1
 
     def __post_init__(self) -> None:
         vals = np.array(self.values, dtype=np.float64)
-        if vals.ndim not in (1, 2) or vals.size == 0:
-            raise ValueError(f"values must have shape (K,) or (rows, K), got {vals.shape}")
+        if isinstance(self.draws, (bool, np.bool_)) or not isinstance(
+            self.draws, (int, np.integer)
+        ):
+            raise TypeError(f"draws must be a whole number >= 1, got {self.draws!r}")
+        if self.draws < 1:
+            raise ValueError(f"draws must be >= 1, got {self.draws}")
+        lead = 0 if self.draws == 1 else 1
+        if vals.ndim - lead not in (1, 2) or vals.size == 0 or (lead and len(vals) != self.draws):
+            shape = (
+                "(K,) or (rows, K)" if not lead else f"({self.draws}, K) or ({self.draws}, rows, K)"
+            )
+            raise ValueError(f"values must have shape {shape}, got {vals.shape}")
         if not np.isfinite(vals).all():
             raise ValueError("values must be finite (no NaN or infinity)")
         vals.flags.writeable = False
         object.__setattr__(self, "values", vals)
+        object.__setattr__(self, "draws", int(self.draws))
         if not isinstance(self.mechanism, Mechanism):
             raise TypeError(f"mechanism must be a Mechanism, got {type(self.mechanism).__name__}")
         if self.neighbours not in NEIGHBOURS:
@@ -223,6 +234,9 @@ class Release:
         if not isinstance(self.tag, str):
             raise TypeError(f"tag must be a string, got {type(self.tag).__name__}")
         object.__setattr__(self, "entry", dict(self.entry))
+        object.__setattr__(self, "group", _as_key(self.group))
+        if self.partitions is not None:
+            object.__setattr__(self, "partitions", tuple(_as_key(p) for p in self.partitions))
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -241,7 +255,10 @@ class Release:
             "rounded": bool(self.rounded),
             "normalised": bool(self.normalised),
             "total": self.total,
-            "entry": self.entry,
+            "group": self.group,
+            "partitions": None if self.partitions is None else list(self.partitions),
+            "draws": self.draws,
+            "entry": _entry_to_json(self.entry),
         }
 
     def to_json(self) -> str:
@@ -264,11 +281,14 @@ class Release:
             mechanism=mechanism_from_dict(d["mechanism"]),
             tag=d.get("tag", ""),
             neighbours=d.get("neighbours", "replace-one"),
-            entry=d.get("entry") or {},
+            entry=_entry_from_json(d.get("entry") or {}),
             clamped=bool(d.get("clamped", False)),
             rounded=bool(d.get("rounded", False)),
             normalised=bool(d.get("normalised", False)),
             total=d.get("total"),
+            group=d.get("group"),
+            partitions=d.get("partitions"),
+            draws=int(d.get("draws", 1)),
         )
 
     @classmethod
@@ -284,6 +304,27 @@ class Release:
         return self.to_json() == other.to_json()
 
     __hash__ = None  # type: ignore[assignment]
+
+
+def _entry_to_json(entry: dict[str, Any]) -> dict[str, Any]:
+    """The entry with a curve's infinite values (an unbounded order) written as strings."""
+    if "curve" not in entry:
+        return entry
+    curve = [x if math.isfinite(x) else str(x) for x in map(float, entry["curve"])]
+    return {**entry, "curve": curve}
+
+
+def _entry_from_json(entry: dict[str, Any]) -> dict[str, Any]:
+    if "curve" not in entry:
+        return dict(entry)
+    return {**entry, "curve": [float(x) for x in entry["curve"]]}
+
+
+def _as_key(key: Any) -> Any:
+    """A group or partition key with JSON's lists read back as tuples."""
+    if isinstance(key, list):
+        return tuple(_as_key(k) for k in key)
+    return key
 
 
 def privatize(
@@ -344,25 +385,13 @@ def privatize(
     BudgetExceededError
         The release would exceed the budget: nothing was drawn and the ledger is unchanged.
     """
+    from pymc_rdp.curation.charge import PlannedRelease, release_plan
+
     counts = check_count_table(statistic)
-    if isinstance(mechanism, (GaussianMechanism, LaplaceMechanism)):
-        alt = (
-            "DiscreteGaussianMechanism"
-            if isinstance(mechanism, GaussianMechanism)
-            else ("DiscreteLaplaceMechanism")
-        )
-        raise TypeError(
-            f"mechanism {type(mechanism).__name__} adds floating-point noise, which leaks integer "
-            f"counts through its low-order bits (Mironov 2012); release count tables with "
-            f"pmr.{alt} (same parameters and calibrate()). The continuous mechanisms are for "
-            "non-integer statistics"
-        )
-    if not isinstance(mechanism, (DiscreteGaussianMechanism, DiscreteLaplaceMechanism)):
-        raise TypeError(
-            "mechanism must be a DiscreteGaussianMechanism or DiscreteLaplaceMechanism (integer "
-            "noise on counts); the Dirichlet mechanism releases through DirichletRelease and "
-            f"release(), got {type(mechanism).__name__}"
-        )
+    if not isinstance(mechanism, Mechanism):
+        raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
+    if not mechanism.for_counts:
+        raise TypeError(mechanism.counts_refusal())
     if neighbours not in NEIGHBOURS:
         raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
     check_sensitivity(mechanism, neighbours)
@@ -381,23 +410,28 @@ def privatize(
         raise TypeError(f"round must be a bool, got {round!r}")
     source = resolve_noise_source(noise_source)
     total = _check_public_total(public_total, counts)
-    # Charge first: a refusal raises here, before any noise exists.
-    entry = accountant.spend(mechanism, count=1, tag=tag, group=group, partition=partition)
-    if total is not None:
-        accountant.declare(
-            "public_total",
-            f"release {tag!r}: its total {total:g} was declared public by the caller",
-            outside_guarantee=False,
-        )
-    declare_unsafe_noise(accountant, source, f"release {tag!r}")
-    values = np.asarray(mechanism.release(counts.astype(np.int64), source), dtype=np.float64)
-    return Release(
-        values=values,
-        mechanism=mechanism,
-        tag=tag,
+    item = PlannedRelease(
+        mechanism,
+        counts.astype(np.int64),
+        tag,
+        group=group,
+        partitions=None if partition is None else [partition],
         neighbours=neighbours,
-        entry=_entry_dict(entry),
-        clamped=False,
-        rounded=False,
-        total=total,
+        public_total=total,
     )
+    declared = []
+    if total is not None:
+        declared.append(
+            (
+                "public_total",
+                f"release {tag!r}: its total {total:g} was declared public by the caller",
+            )
+        )
+    [rel] = release_plan(
+        [item],
+        accountant,
+        noise_source=source,
+        declarations=declared,
+        refusal=f"release {tag!r} does not fit into the accountant's remaining budget",
+    )
+    return rel

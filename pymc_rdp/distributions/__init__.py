@@ -2,13 +2,18 @@
 
 * :func:`privatize` / :class:`Release` — the curator releases a count table once, charged.
 * :class:`NoisyCounts` — the analyst observes a release through its noise-aware likelihood.
-* :class:`DirichletRelease` / :func:`release` — the Dirichlet mechanism as a model component,
-  with exact, charged draws.
-* :func:`ledger`, :func:`sample`, :func:`attach_ledger`, :func:`read_ledger` — the privacy
-  ledger of a model and of its results.
+* :class:`DirichletRelease` / :func:`release_dirichlet` — the Dirichlet mechanism as a model
+  component, with exact, charged draws (``release`` is its deprecated name).
+* :func:`ledger`, :func:`sample`, :func:`attach_ledger`, :func:`read_ledger` — the private nodes
+  of a model and the accountant carried into its results (:mod:`.private_nodes`).
+* :func:`register_likelihood` — which likelihood observes a mechanism's releases
+  (:mod:`.noise_models`).
 * :class:`DataAugmentation` / :func:`sample_augmentation` — exact posteriors of Bayesian-network
   CPTs from released family tables, with the confidential records as latent state.
 """
+
+import sys
+import types
 
 from pymc_rdp.curation.release import (
     NEIGHBOURS,
@@ -23,9 +28,13 @@ from pymc_rdp.distributions.dirichlet_release import (
     DirichletRelease,
     DirichletReleaseRV,
     RefusedDrawError,
+    read_releases,
     release,
+    release_dirichlet,
 )
-from pymc_rdp.distributions.ledger import (
+from pymc_rdp.distributions.noise_models import NoiseModel, noise_model_of, register_likelihood
+from pymc_rdp.distributions.noisy_counts import MODES, NoisyCounts, NoisyCountsRV
+from pymc_rdp.distributions.private_nodes import (
     ACCOUNTANT_ATTR,
     LEDGER_ATTR,
     PrivateRandomVariable,
@@ -34,7 +43,6 @@ from pymc_rdp.distributions.ledger import (
     read_ledger,
     sample,
 )
-from pymc_rdp.distributions.noisy_counts import MODES, NoisyCounts, NoisyCountsRV
 
 __all__ = [
     "ACCOUNTANT_ATTR",
@@ -44,6 +52,7 @@ __all__ = [
     "DataAugmentation",
     "DirichletRelease",
     "DirichletReleaseRV",
+    "NoiseModel",
     "NoisyCounts",
     "NoisyCountsRV",
     "PrivateRandomVariable",
@@ -53,10 +62,27 @@ __all__ = [
     "check_sensitivity",
     "ledger",
     "likelihoods",
+    "noise_model_of",
     "privatize",
     "read_ledger",
+    "read_releases",
+    "register_likelihood",
     "release",
+    "release_dirichlet",
     "sample",
     "sample_augmentation",
     "table_sensitivity",
 ]
+
+
+class _Package(types.ModuleType):
+    """Keeps ``pymc_rdp.distributions.ledger`` the function when the old module path
+    ``pymc_rdp.distributions.ledger`` (now :mod:`.private_nodes`) is imported."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name == "ledger" and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

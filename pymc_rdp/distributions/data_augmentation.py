@@ -659,7 +659,7 @@ class DataAugmentation:
         idata.attrs["moves"] = ",".join(self.moves)
         idata.attrs["sampling_time"] = float(elapsed)
         if self.accountant is not None:
-            from pymc_rdp.distributions.ledger import attach_ledger
+            from pymc_rdp.distributions.private_nodes import attach_ledger
 
             attach_ledger(idata, accountant=self.accountant)
         return idata

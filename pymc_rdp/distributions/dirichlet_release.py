@@ -1,7 +1,8 @@
-"""``DirichletRelease`` and ``release``: the Dirichlet mechanism as a model component.
+"""``DirichletRelease`` and ``release_dirichlet``: the Dirichlet mechanism as a model component.
 
 The curator declares a released parameter θ̃ ~ Dirichlet(r·counts + α) — one row, or a CPT of
-rows (parent configurations × child states) — inside a ``pm.Model``. :func:`release` then makes
+rows (parent configurations × child states) — inside a ``pm.Model``. :func:`release_dirichlet`
+(formerly ``release``, still available with a DeprecationWarning) then makes
 ``k`` *exact* draws with the mechanism's own sampler (Gamma variates normalised in log space),
 never MCMC: the RDP guarantee of the Dirichlet mechanism (Ponnoprat 2023, "Dirichlet Mechanism
 for Differentially Private KL Divergence Minimization", Theorem 1) holds for exact draws.
@@ -37,17 +38,34 @@ from pytensor.graph.op import Op
 from pytensor.tensor.random.utils import normalize_size_param
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
-from pymc_rdp.curation.release import NEIGHBOURS, check_count_table, check_sensitivity
-from pymc_rdp.distributions.ledger import ACCOUNTANT_ATTR, LEDGER_ATTR, PrivateRandomVariable
-from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError
+from pymc_rdp.curation.charge import PlannedRelease, release_plan
+from pymc_rdp.curation.release import NEIGHBOURS, Release, check_count_table, check_sensitivity
+from pymc_rdp.distributions.private_nodes import (
+    ACCOUNTANT_ATTR,
+    LEDGER_ATTR,
+    PrivateRandomVariable,
+)
+from pymc_rdp.privacy.accountant import Accountant
 from pymc_rdp.privacy.mechanisms import (
     DirichletMechanism,
     DirichletTableMechanism,
     mechanism_from_dict,
 )
-from pymc_rdp.privacy.mechanisms.noise import declare_unsafe_noise, resolve_noise_source
+from pymc_rdp.privacy.mechanisms.noise import resolve_noise_source
 
-__all__ = ["DirichletRelease", "DirichletReleaseRV", "RefusedDrawError", "release"]
+__all__ = [
+    "RELEASES_ATTR",
+    "DirichletRelease",
+    "DirichletReleaseRV",
+    "RefusedDrawError",
+    "draw_dirichlet_releases",
+    "read_releases",
+    "release",
+    "release_dirichlet",
+]
+
+#: root attribute of :func:`release_dirichlet`'s DataTree: the :class:`Release` records (JSON)
+RELEASES_ATTR = "pymc_rdp_releases"
 
 
 class RefusedDrawError(RuntimeError):
@@ -76,7 +94,7 @@ class RefuseForwardDraw(Op):
         return (
             f"a forward draw of the DirichletRelease {self.tag!r} (pm.draw, prior or posterior "
             "predictive sampling) would draw the Dirichlet mechanism from the raw counts "
-            "without charging the accountant; only pymc_rdp.release(model, draws=..., "
+            "without charging the accountant; only pymc_rdp.release_dirichlet(model, draws=..., "
             "accountant=...) draws from raw data (exact draws, charged). Nothing was drawn."
         )
 
@@ -116,8 +134,8 @@ _register_numba()
 class DirichletReleaseRV(PrivateRandomVariable):
     """The Op of a :class:`DirichletRelease` node: θ̃ ~ Dirichlet(concentration).
 
-    Inputs: the counts (kept for :func:`release`, which draws through the mechanism) and the
-    concentration r·counts + α (used by the model's logp and forward sampling).
+    Inputs: the counts (kept for :func:`release_dirichlet`, which draws through the mechanism)
+    and the concentration r·counts + α (used by the model's logp and forward sampling).
     """
 
     extended_signature = "[rng],[size],(k),(k)->[rng],(k)"
@@ -178,7 +196,7 @@ class DirichletRelease(Distribution):
     name : str
     counts : array_like, shape (K,) or (rows, K)
         The raw (private) counts: non-negative whole numbers. The model holding them belongs to
-        the curator; only the draws made by :func:`release` are published.
+        the curator; only the draws made by :func:`release_dirichlet` are published.
     mechanism : DirichletMechanism
         Its sensitivities must cover the table's under ``neighbours`` (Δ₂ = √2, Δ∞ = 1 for
         replace-one; 1 and 1 for add/remove). A mechanism with a batch of settings must have
@@ -192,9 +210,9 @@ class DirichletRelease(Distribution):
     Notes
     -----
     Do not draw from this node with MCMC (``pm.sample``) and publish the draws: use
-    :func:`release`, which draws exactly and charges the accountant. :func:`pymc_rdp.sample`
-    refuses models with a free ``DirichletRelease``, and forward draws (``pm.draw``,
-    ``pm.sample_prior_predictive``, a posterior predictive that re-draws the node) raise
+    :func:`release_dirichlet`, which draws exactly and charges the accountant.
+    :func:`pymc_rdp.sample` refuses models with a free ``DirichletRelease``, and forward draws
+    (``pm.draw``, ``pm.sample_prior_predictive``, a posterior predictive that re-draws the node) raise
     :class:`RefusedDrawError` before anything is drawn: they would sample the mechanism from the
     raw counts without a charge.
     """
@@ -213,7 +231,9 @@ class DirichletRelease(Distribution):
         **kwargs: Any,
     ) -> Any:
         if "observed" in kwargs and kwargs["observed"] is not None:
-            raise ValueError("a DirichletRelease is released by release(), it cannot be observed")
+            raise ValueError(
+                "a DirichletRelease is released by release_dirichlet(), it cannot be observed"
+            )
         return super().__new__(
             cls,
             name,
@@ -266,7 +286,7 @@ class DirichletRelease(Distribution):
 
 
 # ---------------------------------------------------------------------------------------------
-# release(): exact draws, charged
+# release_dirichlet(): exact draws, charged
 # ---------------------------------------------------------------------------------------------
 
 
@@ -278,21 +298,117 @@ def _constant_value(var: Any, what: str) -> np.ndarray:
     raise ValueError(f"{what} must be a constant or pm.Data, got a computed expression")
 
 
-def _charges(nodes: list[dict[str, Any]], draws: int) -> list[dict[str, Any]]:
-    """The accountant calls for every node: one entry per node (a CPT as one table release)."""
-    calls = []
-    for node in nodes:
-        mech: DirichletMechanism = node["mechanism"]
-        if node["rows"] is not None:
-            # the exact analysis is for the mechanism's own relation (its sensitivities match
-            # it); Theorem 1 only needs the sensitivities to cover the node's relation
-            nb = mech.neighbours if mech.analysis == "exact" else node["neighbours"]
-            mech = DirichletTableMechanism.from_mechanism(mech, node["rows"], neighbours=nb)
-        calls.append({"mechanism": mech, "count": draws, "tag": node["tag"]})
-    return calls
+def table_charge(mechanism: DirichletMechanism, rows: int | None, neighbours: str) -> Any:
+    """The mechanism a Dirichlet release is charged as: itself for one row, or for a table of
+    ``rows`` rows one :class:`~pymc_rdp.DirichletTableMechanism` (the whole table's curve)."""
+    if rows is None:
+        return mechanism
+    # the exact analysis is for the mechanism's own relation (its sensitivities match it);
+    # Theorem 1 only needs the sensitivities to cover the table's relation
+    nb = mechanism.neighbours if mechanism.analysis == "exact" else neighbours
+    return DirichletTableMechanism.from_mechanism(mechanism, rows, neighbours=nb)
 
 
-def release(
+def _check_draw_args(accountant: Any, draws: Any, random_seed: Any, what: str) -> None:
+    if random_seed is not None:
+        raise TypeError(
+            f"random_seed is not accepted by {what}(): the draws are privacy noise and come from "
+            "OS entropy; pass noise_source=pmr.UnsafeNoiseSeed(k) for reproducible, non-private "
+            "draws in tests"
+        )
+    if not isinstance(accountant, Accountant):
+        raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
+    if isinstance(draws, (bool, np.bool_)) or not isinstance(draws, (int, np.integer)):
+        raise TypeError(f"draws must be a whole number >= 1, got {draws!r}")
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+
+
+def _plan(model: pm.Model, draws: int, var_names: list[str] | None) -> list[PlannedRelease]:
+    """One planned release per DirichletRelease node of ``model`` (or of ``var_names``)."""
+    plan = []
+    for rv in model.free_RVs:
+        op = rv.owner.op
+        if not isinstance(op, DirichletReleaseRV):
+            continue
+        if var_names is not None and rv.name not in var_names:
+            continue
+        rec = op.private_record()
+        _rng, _size, counts, _conc = rv.owner.inputs
+        mech = mechanism_from_dict(rec["mechanism"])
+        plan.append(
+            PlannedRelease(
+                mech,
+                _constant_value(counts, f"counts of {rv.name!r}"),
+                rec["tag"],
+                draws=int(draws),
+                charged=table_charge(mech, rec["rows"], rec["neighbours"]),
+                neighbours=rec["neighbours"],
+            )
+        )
+    return plan
+
+
+def _nodes(model: pm.Model, var_names: list[str] | None) -> list[str]:
+    names = [
+        rv.name
+        for rv in model.free_RVs
+        if isinstance(rv.owner.op, DirichletReleaseRV)
+        and (var_names is None or rv.name in var_names)
+    ]
+    if var_names is not None:
+        missing = set(var_names) - set(names)
+        if missing:
+            raise ValueError(
+                f"var_names not DirichletRelease nodes of the model: {sorted(missing)}"
+            )
+    if not names:
+        raise ValueError("the model has no DirichletRelease to release")
+    return names
+
+
+def draw_dirichlet_releases(
+    model: pm.Model | None = None,
+    draws: int = 1,
+    *,
+    accountant: Accountant,
+    noise_source: Any = None,
+    var_names: list[str] | None = None,
+) -> dict[str, Release]:
+    """``draws`` exact, charged draws of every :class:`DirichletRelease`, as :class:`Release`s.
+
+    The plan → charge → draw of :func:`pymc_rdp.curation.charge.release_plan`: one ledger
+    entry per node (``count=draws``; a CPT as one
+    :class:`~pymc_rdp.DirichletTableMechanism`), all charged before anything is drawn.
+
+    Returns
+    -------
+    dict
+        Node name -> :class:`Release` (values of shape ``(draws, ...)`` when ``draws > 1``).
+    """
+    model = pm.modelcontext(model)
+    _check_draw_args(accountant, draws, None, "draw_dirichlet_releases")
+    source = resolve_noise_source(noise_source)
+    names = _nodes(model, var_names)
+    plan = _plan(model, int(draws), var_names)
+    releases = release_plan(
+        plan,
+        accountant,
+        noise_source=source,
+        refusal=f"releasing {draws} draw(s) of {names} would exceed the budget",
+    )
+    return dict(zip(names, releases, strict=True))
+
+
+def read_releases(tree: Any) -> list[Release]:
+    """The :class:`Release` records stored by :func:`release_dirichlet` in a DataTree."""
+    text = getattr(tree, "attrs", {}).get(RELEASES_ATTR)
+    if text is None:
+        raise ValueError(f"the DataTree has no {RELEASES_ATTR!r} attribute (no releases)")
+    return [Release.from_dict(d) for d in json.loads(text)]
+
+
+def release_dirichlet(
     model: pm.Model | None = None,
     draws: int = 1,
     *,
@@ -326,82 +442,28 @@ def release(
     Returns
     -------
     xarray.DataTree
-        A ``posterior`` group with dims (chain=1, draw=k, ...) holding the released draws, and
-        the ledger in the root attrs (JSON strings, see :func:`attach_ledger`).
+        A ``posterior`` group with dims (chain=1, draw=k, ...) holding the released draws, the
+        ledger in the root attrs (JSON strings, see :func:`attach_ledger`) and the
+        :class:`Release` records (:data:`RELEASES_ATTR`, read by :func:`read_releases`).
 
     Raises
     ------
     BudgetExceededError
         If the releases would exceed the budget (the ledger is unchanged).
     """
-    from pymc_rdp.distributions.ledger import ledger as model_ledger
+    from pymc_rdp.distributions.private_nodes import ledger as model_ledger
 
     model = pm.modelcontext(model)
-    if random_seed is not None:
-        raise TypeError(
-            "random_seed is not accepted by release(): the draws are privacy noise and come from "
-            "OS entropy; pass noise_source=pmr.UnsafeNoiseSeed(k) for reproducible, non-private "
-            "draws in tests"
-        )
-    source = resolve_noise_source(noise_source)
-    if not isinstance(accountant, Accountant):
-        raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
-    if isinstance(draws, (bool, np.bool_)) or not isinstance(draws, (int, np.integer)):
-        raise TypeError(f"draws must be a whole number >= 1, got {draws!r}")
-    if draws < 1:
-        raise ValueError(f"draws must be >= 1, got {draws}")
-    nodes = []
-    for rv in model.free_RVs:
-        op = rv.owner.op
-        if not isinstance(op, DirichletReleaseRV):
-            continue
-        if var_names is not None and rv.name not in var_names:
-            continue
-        rec = op.private_record()
-        _rng, _size, counts, _conc = rv.owner.inputs
-        nodes.append(
-            {
-                "name": rv.name,
-                "rv": rv,
-                "tag": rec["tag"],
-                "rows": rec["rows"],
-                "neighbours": rec["neighbours"],
-                "counts": _constant_value(counts, f"counts of {rv.name!r}"),
-                "mechanism": mechanism_from_dict(rec["mechanism"]),
-            }
-        )
-    if var_names is not None:
-        missing = set(var_names) - {n["name"] for n in nodes}
-        if missing:
-            raise ValueError(
-                f"var_names not DirichletRelease nodes of the model: {sorted(missing)}"
-            )
-    if not nodes:
-        raise ValueError("the model has no DirichletRelease to release")
-    calls = _charges(nodes, int(draws))
-
-    # All or nothing: try the whole plan on a copy first, then charge for real.
-    trial = accountant.fork()
-    try:
-        for call in calls:
-            trial.spend(**call)
-    except BudgetExceededError as exc:
-        raise BudgetExceededError(
-            f"releasing {draws} draw(s) of {[n['name'] for n in nodes]} would exceed the budget; "
-            f"nothing was drawn ({exc})"
-        ) from exc
-    for call in calls:
-        accountant.spend(**call)
-    for node in nodes:
-        declare_unsafe_noise(accountant, source, f"release {node['tag']!r}")
-
+    _check_draw_args(accountant, draws, random_seed, "release_dirichlet")
+    releases = draw_dirichlet_releases(
+        model, draws, accountant=accountant, noise_source=noise_source, var_names=var_names
+    )
     data_vars = {}
     dims_of = model.named_vars_to_dims
     coords: dict[str, Any] = {"chain": [0], "draw": np.arange(draws)}
-    for node in nodes:
-        mech = node["mechanism"]
-        out = np.stack([mech.release(node["counts"], source) for _ in range(draws)])[None]
-        name = node["name"]
+    for name, rel in releases.items():
+        out = rel.values if draws > 1 else rel.values[None]
+        out = np.asarray(out)[None]
         dims = dims_of.get(name)
         if dims is None:
             dims = tuple(f"{name}_dim_{i}" for i in range(out.ndim - 2))
@@ -416,4 +478,20 @@ def release(
     tree = xr.DataTree.from_dict({"posterior": posterior})
     tree.attrs[LEDGER_ATTR] = json.dumps(model_ledger(model), allow_nan=False)
     tree.attrs[ACCOUNTANT_ATTR] = accountant.to_json()
+    tree.attrs[RELEASES_ATTR] = json.dumps(
+        [r.to_dict() for r in releases.values()], allow_nan=False
+    )
     return tree
+
+
+def release(*args: Any, **kwargs: Any) -> Any:
+    """Deprecated name of :func:`release_dirichlet` (the Dirichlet draws of a model)."""
+    import warnings
+
+    warnings.warn(
+        "pymc_rdp.release is now pymc_rdp.release_dirichlet (pmr.Release is the record of a "
+        "release); the old name will be removed in a future release",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return release_dirichlet(*args, **kwargs)

@@ -60,6 +60,7 @@ from pymc_rdp.bn.elimination import (
     is_symbolic,
 )
 from pymc_rdp.bn.structure import NetworkStructure, config_labels, parse_structure
+from pymc_rdp.distributions.noise_models import noise_model_of
 
 __all__ = [
     "FamilyLayout",
@@ -737,20 +738,10 @@ def _release_values(release: Any) -> np.ndarray:
 def _release_scale(release: Any, noise: str | None, scale: Any) -> tuple[str, float]:
     mech = getattr(release, "mechanism", None)
     if mech is not None:
-        name = getattr(mech, "name", None)
-        if name == "gaussian":
-            return "gaussian", float(mech.sigma)
-        if name == "laplace":
-            return "laplace", float(mech.scale)
-        if name in ("discrete_gaussian", "discrete_laplace"):
-            # integer noise: its continuous surrogate with the exact variance (the discrete
-            # Gaussian's by summation; the discrete Laplace's 2r/(1 − r)² as the Laplace scale
-            # √(var/2), i.e. the mixing variances ω ~ Exponential(mean var))
-            var = float(mech.variance())
-            if name == "discrete_gaussian":
-                return "gaussian", math.sqrt(var)
-            return "laplace", math.sqrt(var / 2.0)
-        raise TypeError(f"a release of mechanism {name!r} has no additive-noise likelihood")
+        # integer noise: its continuous surrogate with the exact variance (the registered
+        # likelihood of the mechanism, pymc_rdp.distributions.noise_models)
+        model = noise_model_of(mech)
+        return model.family, model.surrogate_scale(mech)
     if noise not in ("gaussian", "laplace") or scale is None:
         raise ValueError("plain arrays need noise='gaussian' or 'laplace' and its scale (σ or b)")
     return noise, scale

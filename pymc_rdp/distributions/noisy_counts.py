@@ -51,12 +51,9 @@ from pytensor.tensor.random.utils import normalize_size_param
 
 from pymc_rdp.curation.release import NEIGHBOURS, Release, check_sensitivity
 from pymc_rdp.distributions import likelihoods as lik
-from pymc_rdp.distributions.ledger import PrivateRandomVariable
+from pymc_rdp.distributions.noise_models import noise_model_of
+from pymc_rdp.distributions.private_nodes import PrivateRandomVariable
 from pymc_rdp.privacy.mechanisms import (
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
-    GaussianMechanism,
-    LaplaceMechanism,
     Mechanism,
 )
 from pymc_rdp.privacy.mechanisms.discrete_gaussian import discrete_gaussian_variance
@@ -326,21 +323,9 @@ def _check_values(values: Any, clamped: bool, rounded: bool, from_release: bool)
 
 
 def _noise_of(mechanism: Any) -> tuple[str, float]:
-    if isinstance(mechanism, LaplaceMechanism):
-        return "laplace", float(mechanism.scale)
-    if isinstance(mechanism, GaussianMechanism):
-        return "gaussian", float(mechanism.sigma)
-    if isinstance(mechanism, DiscreteLaplaceMechanism):
-        return "discrete_laplace", float(mechanism.scale)
-    if isinstance(mechanism, DiscreteGaussianMechanism):
-        return "discrete_gaussian", float(mechanism.sigma)
-    if isinstance(mechanism, Mechanism):
-        raise TypeError(
-            "mechanism must be a DiscreteGaussianMechanism, DiscreteLaplaceMechanism, "
-            "GaussianMechanism or LaplaceMechanism (additive noise on counts), "
-            f"got {type(mechanism).__name__}"
-        )
-    raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
+    """The noise law and its parameter, from the mechanism's registered likelihood."""
+    model = noise_model_of(mechanism)
+    return model.kind, model.scale(mechanism)
 
 
 def resolve_mode(

@@ -1,4 +1,4 @@
-"""DirichletRelease and release(): exact draws, k × curve, parallel rows, refusals, output tree."""
+"""DirichletRelease and release_dirichlet(): exact draws, k × curve, parallel rows, refusals, output tree."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def test_k_draws_cost_k_times_the_curve_and_a_cpt_is_one_table_entry():
     model = _model()
     acc = Accountant()
     k = 7
-    tree = D.release(model, draws=k, accountant=acc, noise_source=UnsafeNoiseSeed(1))
+    tree = D.release_dirichlet(model, draws=k, accountant=acc, noise_source=UnsafeNoiseSeed(1))
     curve = MECH.rdp(acc.orders)
     # one row: k·ε; a CPT of 3 rows with one shared setting and shared α: a move within a row
     # and a move across rows both cost A(α + s) + B(α) (Theorem 1 here): k·ε; total 2k·ε
@@ -56,7 +56,7 @@ def test_k_draws_cost_k_times_the_curve_and_a_cpt_is_one_table_entry():
 
 def test_draws_are_exact_on_the_simplex_with_coords():
     model = _model()
-    tree = D.release(model, draws=4000, accountant=Accountant(), noise_source=UnsafeNoiseSeed(2))
+    tree = D.release_dirichlet(model, draws=4000, accountant=Accountant(), noise_source=UnsafeNoiseSeed(2))
     post = tree.posterior
     assert post["row"].shape == (1, 4000, 3)
     assert post["cpt"].dims == ("chain", "draw", "parent", "state")
@@ -70,8 +70,8 @@ def test_draws_are_exact_on_the_simplex_with_coords():
 
 
 def test_same_seed_same_draws():
-    a = D.release(_model(), draws=3, accountant=Accountant(), noise_source=UnsafeNoiseSeed(5))
-    b = D.release(_model(), draws=3, accountant=Accountant(), noise_source=UnsafeNoiseSeed(5))
+    a = D.release_dirichlet(_model(), draws=3, accountant=Accountant(), noise_source=UnsafeNoiseSeed(5))
+    b = D.release_dirichlet(_model(), draws=3, accountant=Accountant(), noise_source=UnsafeNoiseSeed(5))
     np.testing.assert_array_equal(a.posterior["cpt"].values, b.posterior["cpt"].values)
 
 
@@ -79,15 +79,15 @@ def test_over_budget_refused_before_drawing_and_ledger_unchanged():
     model = _model()
     eps_one = float(MECH.rdp(np.array([5.0]))[0])
     acc = Accountant.at_order(10 * eps_one, 5.0)
-    D.release(model, draws=2, accountant=acc, noise_source=UnsafeNoiseSeed(0))  # costs 4 ε
+    D.release_dirichlet(model, draws=2, accountant=acc, noise_source=UnsafeNoiseSeed(0))  # costs 4 ε
     before = acc.to_json()
     with pytest.raises(BudgetExceededError, match="nothing was drawn"):
-        D.release(
+        D.release_dirichlet(
             model, draws=4, accountant=acc, noise_source=UnsafeNoiseSeed(0)
         )  # would cost 8 ε more
     assert acc.to_json() == before
     # a release of only one node fits
-    D.release(model, draws=3, accountant=acc, var_names=["row"], noise_source=UnsafeNoiseSeed(0))
+    D.release_dirichlet(model, draws=3, accountant=acc, var_names=["row"], noise_source=UnsafeNoiseSeed(0))
     np.testing.assert_allclose(acc.rdp(np.array([5.0])), 7 * eps_one, rtol=1e-12)
 
 
@@ -98,7 +98,7 @@ def test_one_setting_per_row():
     with pm.Model() as model:
         D.DirichletRelease("cpt", CPT, mech)
     acc = Accountant()
-    D.release(model, draws=2, accountant=acc, noise_source=UnsafeNoiseSeed(0))
+    D.release_dirichlet(model, draws=2, accountant=acc, noise_source=UnsafeNoiseSeed(0))
     rows = np.stack([DirichletMechanism(r, 30.0, SQRT2, 1.0).rdp(acc.orders) for r in (0.5, 1, 2)])
     np.testing.assert_allclose(acc.rdp(), 2 * rows.max(axis=0), rtol=1e-12)
     assert len(acc.ledger) == 1 and acc.ledger[0].params["r"] == [0.5, 1.0, 2.0]
@@ -124,13 +124,13 @@ def test_bad_input():
         with pytest.raises(ValueError, match="cannot be observed"):
             D.DirichletRelease("t", ROW, MECH, observed=np.array([0.2, 0.3, 0.5]))
     with pytest.raises(ValueError, match="no DirichletRelease"):
-        D.release(pm.Model(), draws=1, accountant=Accountant())
+        D.release_dirichlet(pm.Model(), draws=1, accountant=Accountant())
     with pytest.raises(ValueError, match="draws must be >= 1"):
-        D.release(_model(), draws=0, accountant=Accountant())
+        D.release_dirichlet(_model(), draws=0, accountant=Accountant())
     with pytest.raises(TypeError, match="accountant must be an Accountant"):
-        D.release(_model(), draws=1, accountant=None)
+        D.release_dirichlet(_model(), draws=1, accountant=None)
     with pytest.raises(ValueError, match="var_names not DirichletRelease"):
-        D.release(_model(), draws=1, accountant=Accountant(), var_names=["nope"])
+        D.release_dirichlet(_model(), draws=1, accountant=Accountant(), var_names=["nope"])
 
 
 # ------------------------------------------------------------- draws and seeds
@@ -152,20 +152,20 @@ def test_forward_draws_of_a_release_are_refused_and_charge_nothing():
     mechanism draws from the raw counts, uncharged. They are refused; the ledger is unchanged."""
     model = _model()
     acc = Accountant()
-    D.release(model, draws=1, accountant=acc)
+    D.release_dirichlet(model, draws=1, accountant=acc)
     before, nodes_before = acc.to_json(), D.ledger(model)
     for draw in _forward_draws(model):
         with pytest.raises(D.RefusedDrawError, match=r"only pymc_rdp\.release"):
             draw()
     assert acc.to_json() == before and D.ledger(model) == nodes_before
     # a posterior predictive that must draw the node afresh (it is not in the trace) is refused
-    tree = D.release(model, draws=2, accountant=acc, var_names=["cpt"])
+    tree = D.release_dirichlet(model, draws=2, accountant=acc, var_names=["cpt"])
     charged = acc.to_json()
     with model, pytest.raises(D.RefusedDrawError):
         pm.sample_posterior_predictive(tree, var_names=["row"], progressbar=False)
     assert acc.to_json() == charged
     # one that reads released draws from the trace is post-processing
-    tree = D.release(model, draws=2, accountant=acc, var_names=["row"])
+    tree = D.release_dirichlet(model, draws=2, accountant=acc, var_names=["row"])
     with model:
         pp = pm.sample_posterior_predictive(tree, var_names=["row"], progressbar=False)
     np.testing.assert_array_equal(pp.posterior_predictive["row"].values, tree.posterior["row"])
@@ -180,7 +180,7 @@ def test_forward_draws_from_released_values_are_post_processing():
     """Drawing from a node whose parameters are the released values is allowed (it never sees
     the raw counts): a Dirichlet built on a released row, and NoisyCounts on released values."""
     acc = Accountant()
-    tree = D.release(_model(), draws=1, accountant=acc)
+    tree = D.release_dirichlet(_model(), draws=1, accountant=acc)
     released = tree.posterior["row"].values[0, 0]
     before = acc.to_json()
     with pm.Model():
@@ -207,18 +207,18 @@ def test_known_seed_no_longer_distinguishes_neighbours():
         D.DirichletRelease("row", ROW, MECH)
     acc = Accountant()
     try:
-        tree = D.release(model, draws=1, accountant=acc, random_seed=3)  # the old call
+        tree = D.release_dirichlet(model, draws=1, accountant=acc, random_seed=3)  # the old call
     except TypeError as exc:
         assert "noise_source" in str(exc)
-        tree = D.release(model, draws=1, accountant=acc)
+        tree = D.release_dirichlet(model, draws=1, accountant=acc)
     out = tree.posterior["row"].values[0, 0]
     for seed in range(256):
         for counts in (ROW, neighbour):
             assert not np.allclose(out, _old_release(counts, seed), rtol=1e-9, atol=0)
     with pytest.raises(TypeError, match="noise_source must be None"):
-        D.release(model, draws=1, accountant=acc, noise_source=3)
+        D.release_dirichlet(model, draws=1, accountant=acc, noise_source=3)
     with pytest.raises(TypeError, match="noise_source must be None"):
-        D.release(model, draws=1, accountant=acc, noise_source=np.random.default_rng(3))
+        D.release_dirichlet(model, draws=1, accountant=acc, noise_source=np.random.default_rng(3))
 
 
 def test_unsafe_seed_distinguishes_and_is_declared_outside_the_guarantee():
@@ -228,7 +228,7 @@ def test_unsafe_seed_distinguishes_and_is_declared_outside_the_guarantee():
     with pm.Model() as model:
         D.DirichletRelease("row", ROW, MECH, tag="t")
     acc = Accountant()
-    out = D.release(model, accountant=acc, noise_source=UnsafeNoiseSeed(3)).posterior["row"]
+    out = D.release_dirichlet(model, accountant=acc, noise_source=UnsafeNoiseSeed(3)).posterior["row"]
     out = out.values[0, 0]
     np.testing.assert_array_equal(out, MECH.release(ROW, UnsafeNoiseSeed(3)))
     assert not np.allclose(out, MECH.release(neighbour, UnsafeNoiseSeed(3)))

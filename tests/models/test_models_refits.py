@@ -168,9 +168,9 @@ def test_two_cpt_releases_with_one_name_cost_the_sum_of_their_costs():
     costs = []
     for r in ([2.0, 0.5], [0.5, 2.0]):
         one = Accountant()
-        D.release(model(r), accountant=one)
+        D.release_dirichlet(model(r), accountant=one)
         costs.append(one.rdp())
     both = Accountant()
-    D.release(model([2.0, 0.5]), accountant=both)
-    D.release(model([0.5, 2.0]), accountant=both)
+    D.release_dirichlet(model([2.0, 0.5]), accountant=both)
+    D.release_dirichlet(model([0.5, 2.0]), accountant=both)
     np.testing.assert_allclose(both.rdp(), costs[0] + costs[1], rtol=1e-12)

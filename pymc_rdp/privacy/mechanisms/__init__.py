@@ -1,6 +1,13 @@
 """Privacy mechanisms with Rényi-DP curves: discrete Gaussian and Laplace (integer queries),
 Gaussian, Laplace, randomized response, Dirichlet, the exponential-mechanism quantile.
 
+A mechanism describes itself to the rest of the package (no caller tests its type):
+``sensitivity_norm`` and :meth:`Mechanism.sensitivity_checks` (what sensitivity its curve needs),
+``for_counts`` (integer noise, may release a count table), ``releases_probabilities`` (its
+output is a table on the simplex), ``calibrate_table`` / ``with_noise`` (calibration for a count
+table of given sensitivities). The charged releases of several quantiles
+(``private_quantiles``, ``private_bins``) are the curator's: :mod:`pymc_rdp.curation.quantiles`.
+
 Every mechanism exposes ``rdp(orders)``, ``params()``, ``release(value, noise_source=None)``,
 ``to_dict()`` and a classmethod ``calibrate(...)``; :func:`mechanism_from_dict` rebuilds one from
 ``to_dict()``. Privacy noise comes from :mod:`.noise` (OS entropy unless an explicit, non-private
@@ -25,11 +32,7 @@ from pymc_rdp.privacy.mechanisms.noise import (
     UnsafeNoiseSeed,
     resolve_noise_source,
 )
-from pymc_rdp.privacy.mechanisms.quantiles import (
-    ExponentialQuantile,
-    private_bins,
-    private_quantiles,
-)
+from pymc_rdp.privacy.mechanisms.quantiles import ExponentialQuantile
 from pymc_rdp.privacy.mechanisms.randomized_response import RandomizedResponse
 
 __all__ = [
@@ -47,8 +50,14 @@ __all__ = [
     "SystemNoise",
     "UnsafeNoiseSeed",
     "mechanism_from_dict",
-    "private_bins",
-    "private_quantiles",
     "register_mechanism",
     "resolve_noise_source",
 ]
+
+
+def __getattr__(name: str):
+    if name in ("private_bins", "private_quantiles"):
+        from pymc_rdp.privacy.mechanisms import quantiles
+
+        return getattr(quantiles, name)  # warns: moved to pymc_rdp.curation.quantiles
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

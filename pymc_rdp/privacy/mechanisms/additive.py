@@ -9,6 +9,7 @@ mechanisms, the parameters and the release.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -31,6 +32,9 @@ class AdditiveNoiseMechanism(Mechanism):
     """
 
     noise_parameter: ClassVar[str]
+    #: The discrete mechanism of the same family, for integer queries (counts); ``None`` for a
+    #: mechanism that is itself discrete.
+    discrete_twin: ClassVar[str | None] = None
 
     def __init__(self, noise: float, sensitivity: float = 1.0) -> None:
         setattr(self, self.noise_parameter, check_positive_scalar(noise, self.noise_parameter))
@@ -42,6 +46,36 @@ class AdditiveNoiseMechanism(Mechanism):
         return getattr(self, self.noise_parameter)
 
     curve: ClassVar[Callable[..., np.ndarray]]
+
+    def counts_refusal(self) -> str:
+        if self.discrete_twin is None:
+            return super().counts_refusal()
+        return (
+            f"mechanism {type(self).__name__} adds floating-point noise, which leaks integer "
+            f"counts through its low-order bits (Mironov 2012); release count tables with "
+            f"pmr.{self.discrete_twin} (same parameters and calibrate()). The continuous "
+            "mechanisms are for non-integer statistics"
+        )
+
+    @classmethod
+    def noise_start(cls, sensitivity: float, count: int, epsilon: float) -> float:
+        """A starting noise scale for the search of the least noise meeting ``epsilon`` after
+        ``count`` uses (``Δ √count / ε`` for ℓ2 curves, ``Δ count / ε`` for ℓ1 curves)."""
+        factor = math.sqrt(count) if cls.sensitivity_norm == "l2" else float(count)
+        return sensitivity * factor / epsilon
+
+    @classmethod
+    def calibrate_table(
+        cls, epsilon: float, order: float, need: dict[str, float], *, alpha0: float = 1.0
+    ) -> AdditiveNoiseMechanism:
+        """``calibrate(epsilon, order=order)`` for a query of sensitivities ``need`` (the one of
+        ``sensitivity_norm``); ``alpha0`` is unused (a Dirichlet mechanism's prior)."""
+        return cls.calibrate(epsilon, order=order, sensitivity=need[cls.sensitivity_norm])
+
+    @classmethod
+    def with_noise(cls, noise: float, need: dict[str, float]) -> AdditiveNoiseMechanism:
+        """The mechanism of noise scale ``noise`` for a query of sensitivities ``need``."""
+        return cls(noise, need[cls.sensitivity_norm])
 
     @staticmethod
     def draw_noise(gen: np.random.Generator, noise: float, shape: tuple[int, ...]) -> np.ndarray:

@@ -148,6 +148,16 @@ class Mechanism(abc.ABC):
 
     name: ClassVar[str]
 
+    #: The norm of the query sensitivity its curve is stated for (``"l1"`` or ``"l2"``), or
+    #: ``None`` for a mechanism without a sensitivity argument (randomized response, quantiles).
+    sensitivity_norm: ClassVar[str | None] = None
+    #: Whether it releases integer queries with exactly sampled integer noise, so that a count
+    #: table may be released by it (:func:`pymc_rdp.curation.release.privatize`).
+    for_counts: ClassVar[bool] = False
+    #: Whether its output is a table of probabilities (rows on the simplex) rather than noisy
+    #: counts; an estimator uses such a release as its parameter directly.
+    releases_probabilities: ClassVar[bool] = False
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "name" in cls.__dict__:
@@ -186,6 +196,37 @@ class Mechanism(abc.ABC):
         for i, m in enumerate(mechanisms):
             out[i] = m.rdp(orders)
         return out
+
+    def sensitivity_checks(self, need: dict[str, float]) -> list[tuple[str, float, float]]:
+        """``(what, have, want)`` for every sensitivity a query of sensitivities ``need`` requires.
+
+        ``need`` maps ``"l1"``, ``"l2"`` and ``"linf"`` to the query's Δ₁, Δ₂ and Δ∞
+        (:func:`pymc_rdp.curation.release.table_sensitivity` for a count table). The RDP curve
+        holds for queries of at most the stated sensitivity (Mironov 2017, Propositions 6–7), so
+        a caller refuses the mechanism when some ``have < want``. The default compares the
+        ``sensitivity`` attribute with ``need[sensitivity_norm]``.
+
+        Raises
+        ------
+        TypeError
+            The mechanism has no sensitivity argument (``sensitivity_norm`` is ``None``).
+        """
+        norm = self.sensitivity_norm
+        if norm is None:
+            raise TypeError(
+                f"{type(self).__name__} has no sensitivity argument: it does not release a "
+                "query of bounded sensitivity such as a count table"
+            )
+        label = {"l1": "ℓ1", "l2": "ℓ2"}.get(norm, norm)
+        return [(f"sensitivity ({label})", float(self.sensitivity), float(need[norm]))]
+
+    def counts_refusal(self) -> str:
+        """Why this mechanism may not release a count table (used when ``for_counts`` is False)."""
+        return (
+            "mechanism must be a DiscreteGaussianMechanism or DiscreteLaplaceMechanism (integer "
+            "noise on counts, for_counts=True); the Dirichlet mechanism releases through "
+            f"DirichletRelease and release_dirichlet(), got {type(self).__name__}"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """``{"name": name, **params()}``, rebuilt by :func:`mechanism_from_dict`."""

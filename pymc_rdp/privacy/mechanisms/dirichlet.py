@@ -95,6 +95,7 @@ class DirichletMechanism(Mechanism):
     """
 
     name: ClassVar[str] = "dirichlet"
+    releases_probabilities: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -226,6 +227,20 @@ class DirichletMechanism(Mechanism):
             "analysis": self.analysis,
             "neighbours": self.neighbours,
         }
+
+    def sensitivity_checks(self, need: dict[str, float]) -> list[tuple[str, float, float]]:
+        """Theorem 1 needs Δ₂ and Δ∞ of the counts: both settings must cover the table's."""
+        return [
+            ("l2_sensitivity", float(np.min(self.l2_sensitivity)), float(need["l2"])),
+            ("linf_sensitivity", float(np.min(self.linf_sensitivity)), float(need["linf"])),
+        ]
+
+    @classmethod
+    def calibrate_table(
+        cls, epsilon: float, order: float, need: dict[str, float], *, alpha0: float = 1.0
+    ) -> DirichletMechanism:
+        """:meth:`calibrate` for a count table of sensitivities ``need`` (Δ₂, Δ∞)."""
+        return cls.calibrate(epsilon, order, need["l2"], need["linf"], alpha0=alpha0)
 
     # ------------------------------------------------------------------------------------------
     # release

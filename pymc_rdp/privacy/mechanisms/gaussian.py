@@ -40,6 +40,8 @@ class GaussianMechanism(AdditiveNoiseMechanism):
     """
 
     name: ClassVar[str] = "gaussian"
+    sensitivity_norm: ClassVar[str | None] = "l2"
+    discrete_twin: ClassVar[str | None] = "DiscreteGaussianMechanism"
 
     noise_parameter: ClassVar[str] = "sigma"
     curve = staticmethod(_rdp.gaussian)

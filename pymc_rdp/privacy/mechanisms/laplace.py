@@ -42,6 +42,8 @@ class LaplaceMechanism(AdditiveNoiseMechanism):
     """
 
     name: ClassVar[str] = "laplace"
+    sensitivity_norm: ClassVar[str | None] = "l1"
+    discrete_twin: ClassVar[str | None] = "DiscreteLaplaceMechanism"
 
     noise_parameter: ClassVar[str] = "scale"
     curve = staticmethod(_rdp.laplace)

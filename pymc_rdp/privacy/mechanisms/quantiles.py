@@ -22,7 +22,9 @@ the density ratio between neighbours is at most ``e^{ε/2} · e^{ε/2} = e^ε``:
 ε-DP, and (α, min(ε, α ε²/2))-RDP (Bun & Steinke 2016, Prop. 3.3;
 :func:`pymc_rdp.privacy.rdp.pure_dp`).
 Several quantiles are released one by one, each with its share of the budget, and compose
-sequentially (Mironov 2017, Prop. 1).
+sequentially (Mironov 2017, Prop. 1); the charged releases of several quantiles and of bin edges
+are made by the curator (:func:`pymc_rdp.curation.quantiles.private_quantiles`,
+:func:`pymc_rdp.curation.quantiles.private_bins`), this module keeps the sampler.
 
 Floating point. The interval weights are evaluated in float64 (log space, relative error about
 1e-15 per weight, so the probability ratio bound holds up to that factor), the interval is chosen by
@@ -40,7 +42,6 @@ ideal continuous mechanism.
 
 from __future__ import annotations
 
-import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -56,7 +57,11 @@ from pymc_rdp.privacy.mechanisms.base import (
 )
 from pymc_rdp.privacy.mechanisms.noise import NoiseSource, resolve_noise_source
 
-__all__ = ["ExponentialQuantile", "private_bins", "private_quantiles"]
+__all__ = ["ExponentialQuantile", "check_values"]
+
+#: functions that moved to the curator (:mod:`pymc_rdp.curation.quantiles`), kept here with a
+#: DeprecationWarning
+_MOVED = ("private_bins", "private_quantiles")
 
 _UNIT = 2.0**-53
 
@@ -66,7 +71,8 @@ def _uniform(source: NoiseSource) -> float:
     return source.randbits(53) * _UNIT
 
 
-def _values(values: Any, name: str = "values") -> np.ndarray:
+def check_values(values: Any, name: str = "values") -> np.ndarray:
+    """A 1-D float64 array of numbers without NaN (the values whose quantile is released)."""
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a 1-D array of numbers, got a string")
     try:
@@ -126,7 +132,7 @@ class ExponentialQuantile(Mechanism):
 
     def _log_weights(self, values: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Sorted clipped values, interval end points z and log(length · exp(ε u / 2))."""
-        x = np.sort(np.clip(_values(values), self.lower, self.upper))
+        x = np.sort(np.clip(check_values(values), self.lower, self.upper))
         n = x.size
         z = np.concatenate([[self.lower], x, [self.upper]])
         score = -np.abs(np.arange(n + 1, dtype=np.float64) - self.quantile * n)
@@ -192,114 +198,16 @@ class ExponentialQuantile(Mechanism):
         return cls(1.0 / inverse, quantile, lower, upper)
 
 
-def _check_accountant(accountant: Any) -> Any:
-    from pymc_rdp.privacy.accountant import Accountant
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        import importlib
+        import warnings
 
-    if not isinstance(accountant, Accountant):
-        raise TypeError(
-            "accountant must be an Accountant (every private quantile is charged), got "
-            f"{type(accountant).__name__}"
+        warnings.warn(
+            f"pymc_rdp.privacy.mechanisms.quantiles.{name} moved to "
+            f"pymc_rdp.curation.quantiles.{name} (or pmr.{name})",
+            DeprecationWarning,
+            stacklevel=2,
         )
-    return accountant
-
-
-def private_quantiles(
-    values: Any,
-    quantiles: Any,
-    lower: float,
-    upper: float,
-    *,
-    epsilon: float,
-    accountant: Any,
-    noise_source: Any = None,
-    tag: str = "quantiles",
-) -> np.ndarray:
-    """Private quantiles of a numeric column, charged to ``accountant``.
-
-    Each of the m quantiles is one :class:`ExponentialQuantile` release with ε/m (pure DP);
-    the m releases compose sequentially to ε-DP, (α, m·min(ε/m, α(ε/m)²/2))-RDP. All m are
-    charged (all or nothing) before any is drawn.
-
-    Parameters
-    ----------
-    values : array_like
-        1-D numbers, no NaN; clipped to ``[lower, upper]``.
-    quantiles : array_like
-        Quantiles in [0, 1].
-    lower, upper : float
-        Public bounds of the values (``lower < upper``).
-    epsilon : float
-        Total pure-DP budget ε > 0 of the m quantiles.
-    accountant : Accountant
-        Charged with the m releases (tags ``f"{tag}/q={q}"``).
-    noise_source : NoiseSource, optional
-        Default OS entropy; :class:`~pymc_rdp.UnsafeNoiseSeed` for reproducible tests only.
-
-    Returns
-    -------
-    numpy.ndarray
-        The released quantiles, in the order of ``quantiles`` (float64).
-
-    Raises
-    ------
-    BudgetExceededError
-        The m releases do not fit into the accountant's budget (nothing is charged or drawn).
-    """
-    x = _values(values)
-    q = np.atleast_1d(np.asarray(quantiles, dtype=np.float64))
-    if q.ndim != 1 or q.size == 0:
-        raise ValueError("quantiles must be a non-empty 1-D list of numbers in [0, 1]")
-    if np.isnan(q).any() or (q < 0).any() or (q > 1).any():
-        raise ValueError(f"quantiles must lie in [0, 1], got {q.tolist()}")
-    eps = check_positive_scalar(epsilon, "epsilon")
-    acc = _check_accountant(accountant)
-    if not isinstance(tag, str) or not tag:
-        raise TypeError(f"tag must be a non-empty string, got {tag!r}")
-    source = resolve_noise_source(noise_source)
-    mechs = [ExponentialQuantile(eps / q.size, float(qq), lower, upper) for qq in q]
-    acc.spend_batch(mechs, tags=[f"{tag}/q={float(qq):g}" for qq in q])  # charge first
-    return np.asarray([m.release(x, source) for m in mechs], dtype=np.float64)
-
-
-def private_bins(
-    values: Any,
-    n_bins: int,
-    lower: float,
-    upper: float,
-    *,
-    epsilon: float,
-    accountant: Any,
-    granularity: float | None = None,
-    noise_source: Any = None,
-    tag: str = "bins",
-) -> list[float]:
-    """Private cut points of ``n_bins`` equal-frequency bins: the quantiles ``k / n_bins``.
-
-    :func:`private_quantiles` of ``k / n_bins`` for ``k = 1, ..., n_bins - 1`` (ε split equally),
-    then post-processing: rounding to multiples of ``granularity`` (if given), sorting, and
-    merging equal cut points (so fewer bins may result). The result is the ``cuts`` of a schema
-    entry (:func:`pymc_rdp.curation.domains.bin_column`).
-
-    Returns
-    -------
-    list of float
-        Strictly increasing cut points (at least one).
-    """
-    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 2:
-        raise ValueError(f"n_bins must be an integer >= 2, got {n_bins!r}")
-    if granularity is not None:
-        g = check_positive_scalar(granularity, "granularity")
-    qs = np.arange(1, int(n_bins)) / int(n_bins)
-    cuts = private_quantiles(
-        values,
-        qs,
-        lower,
-        upper,
-        epsilon=epsilon,
-        accountant=accountant,
-        noise_source=noise_source,
-        tag=tag,
-    )
-    if granularity is not None:
-        cuts = np.round(cuts / g) * g
-    return [float(c) for c in np.unique(cuts) if math.isfinite(c)]
+        return getattr(importlib.import_module("pymc_rdp.curation.quantiles"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,9 @@
-"""Privacy metadata inside models and results: the marker Op, ``ledger``, ``sample``.
+"""The private nodes of a model, and the accountant attached to a model's results.
+
+(The *ledger* proper is the accountant's list of entries, :attr:`Accountant.ledger
+<pymc_rdp.privacy.accountant.Accountant.ledger>`; this module finds the private nodes of a PyMC
+model — :func:`ledger` keeps its name, ``pmr.ledger(model)`` — and carries them and the accountant
+into results: :func:`sample`, :func:`attach_ledger`, :func:`read_ledger`.)
 
 Every private node of a model (a :class:`NoisyCounts` observation of a released table, a
 :class:`DirichletRelease` parameter) is a random variable whose *Op* is a
