@@ -831,13 +831,13 @@ def _release_record(bn: Any, node: str) -> dict[str, Any]:
         "parent_configurations": bn.parent_configurations(node),
         "states": [str(s) for s in bn.states[node]],
     }
-    if hasattr(rel, "to_dict"):
+    if not rel.mechanism.releases_probabilities:
         record["kind"] = "noisy counts (flattened family table: parent configuration-major)"
         record["release"] = rel.to_dict()
     else:
         record["kind"] = "released CPT (one exact Dirichlet-mechanism draw per row)"
-        record["mechanism"] = bn.family_mechanism.to_dict()
-        record["values"] = np.asarray(rel, dtype=np.float64).tolist()
+        record["mechanism"] = rel.mechanism.to_dict()
+        record["values"] = rel.values.tolist()
     return record
 
 

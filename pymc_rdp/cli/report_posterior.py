@@ -26,7 +26,8 @@ def populated_configs(bn: Any, node: str, k: int = 3) -> list[int]:
 
     n_configs = len(bn.parent_configurations(node))
     release = bn.releases.get(node) if bn.releases else None
-    values = getattr(release, "values", None)
+    counts = release is not None and not release.mechanism.releases_probabilities
+    values = release.values if counts else None
     if values is not None and np.size(values) == n_configs * bn.cards[node]:
         weight = np.asarray(values, dtype=np.float64).reshape(n_configs, -1).sum(axis=1)
     elif bn.parents[node]:

@@ -143,7 +143,7 @@ def release_plan(
     accountant: Accountant,
     *,
     noise_source: Any = None,
-    declarations: Sequence[tuple[str, str]] = (),
+    declarations: Sequence[tuple[str, str] | tuple[str, str, bool] | Any] = (),
     close_groups: bool = False,
     refusal: str = "the releases do not fit into the accountant's remaining budget",
 ) -> list[Release]:
@@ -160,9 +160,10 @@ def release_plan(
         ``pmr.UnsafeNoiseSeed(k)``: reproducible, **not private**; an ``"unsafe_noise"``
         declaration (outside the guarantee) is recorded for every item. An int seed or a NumPy
         generator is refused (TypeError).
-    declarations : sequence of (kind, detail)
-        Declarations within the guarantee (e.g. ``("public_total", ...)``), recorded after the
-        charge and before any draw.
+    declarations : sequence
+        Declarations recorded after the charge and before any draw: ``(kind, detail)`` within
+        the guarantee (e.g. ``("public_total", ...)``), ``(kind, detail, outside_guarantee)``, or
+        a callable ``accountant -> None`` that declares (e.g. states read from the data).
     close_groups : bool
         Close the plan's groups once charged (:meth:`Accountant.close_group`): no later release
         may add partitions to them.
@@ -212,8 +213,12 @@ def release_plan(
         for group, _, _ in batches:
             if group is not None:
                 accountant.close_group(group)
-    for kind, detail in declarations:
-        accountant.declare(kind, detail, outside_guarantee=False)
+    for declaration in declarations:
+        if callable(declaration):
+            declaration(accountant)
+        else:
+            kind, detail, *outside = declaration
+            accountant.declare(kind, detail, outside_guarantee=bool(outside and outside[0]))
     for item in items:
         declare_unsafe_noise(accountant, source, f"release {item.tag!r}")
     return [

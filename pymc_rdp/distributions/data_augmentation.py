@@ -388,14 +388,10 @@ class DataAugmentation:
                 "the network has no releases (mechanism='none'): its posterior is conjugate, "
                 "use bn.sample()"
             )
-        if bn.mechanism == "dirichlet":
-            releases = {v: (bn.releases[v], bn.family_mechanism) for v in bn.nodes}
-            # set by fit only when the caller declared N public (public_total=N)
-            n = bn.n_records
-        else:
-            releases = dict(bn.releases)
-            totals = {getattr(r, "total", None) for r in releases.values()}
-            n = totals.pop() if len(totals) == 1 else None
+        releases = dict(bn.releases)
+        # set by fit only when the caller declared N public (public_total=N)
+        totals = {getattr(r, "total", None) for r in releases.values()}
+        n = totals.pop() if len(totals) == 1 else None
         if n is None:
             raise ValueError(
                 "the number of records N was not declared public (fit(..., public_total=N)): "

@@ -45,32 +45,10 @@ Mechanisms
 
 The per-family likelihood
 -------------------------
-For family ``v`` the model takes its table to be ``Multinomial(N, p_v)`` with
-
-.. math:: p_v(c, k) = \\pi_v(c)\\, \\theta_v[c, k],
-
-observed through :class:`pymc_rdp.NoisyCounts` (one term per family). The tables are built from
-the same records, and the model multiplies their likelihoods as if they were independent. What
-``π_v`` is decides how that approximation behaves (``fit(..., margins=...)``):
-
-* ``"free"`` (default): ``π_v`` is a separate nuisance vector of family ``v``, so a table informs
-  only its own CPT. The model samples the whole family table ``φ_v(c, k) = π_v(c) θ_v[c, k]``
-  (``{v}_family``, ``Dirichlet(alpha0)`` over the cells) and keeps the CPT as the
-  deterministic ``{v}_cpt``; this gives every CPT row the same ``Dirichlet(alpha0)`` prior as the
-  other models, with ``π_v ~ Dirichlet(K_v alpha0)``. The information that a child's
-  table carries about its parents' distribution (the same records again) is discarded; the
-  posterior is calibrated, slightly conservative.
-* ``"network"``: ``π_v(c) = P(pa(v) = c)``, the network's own marginal over the ancestors of
-  ``v``'s parents, exact by variable elimination (Koller & Friedman 2009, Sec. 9.3). The parents'
-  margin then enters once per table that contains it, which over-states the evidence when the
-  noise is small compared with the counts.
-
-Measured (``tests/test_bayesian_network.py::test_per_family_approximation_coverage``, slow):
-network a -> b, θ from the Dirichlet(1) prior, N = 500, Gaussian releases at ε = 1 (λ = 5),
-16 replicates, coverage of 80% central intervals: ``"network"`` 0.50 for the root's CPT and 0.72
-for the child's; ``"free"`` 0.88 and 0.72 when the free parent weights had a ``Dirichlet(1)``
-prior, 0.81 and 0.66 with the whole-table parameterisation below (binomial standard errors about
-0.1 and 0.07). ``docs/calibration.md`` has the larger study on asia, sachs and child.
+The noise-aware model observes each family table through :class:`pymc_rdp.NoisyCounts` as if the
+tables were independent; ``fit(..., margins=...)`` chooses the parent weights of that
+approximation (the model, its measured coverage and its trade-offs:
+:mod:`pymc_rdp.distributions.bn_models`).
 
 ``fit(..., noise_model="joint")`` replaces the per-family terms by one likelihood of all tables
 together with their exact between-table covariance (the linear-query model of
@@ -95,8 +73,6 @@ for tests, marked ``"unsafe_noise"`` (outside the guarantee) in the ledger. ``ra
 
 from __future__ import annotations
 
-import math
-import warnings
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -108,76 +84,40 @@ from pymc_rdp.bn.structure import (
     NetworkStructure,
     config_labels,
     encode_frame,
-    family_marginal,
-    family_table,
     forward_sample,
-    infer_states,
     parse_structure,
     record_log_likelihood,
     validate_frame,
 )
-from pymc_rdp.curation.domains import (
-    FROM_DATA,
-    check_states,
-    check_within,
-    declare_from_data,
-    states_from_data,
+from pymc_rdp.curation.charge import PlannedRelease, release_plan
+from pymc_rdp.curation.domains import FROM_DATA, check_states, declare_from_data
+from pymc_rdp.curation.family_tables import check_public_total, count_family_tables
+from pymc_rdp.curation.release import Release, check_sensitivity
+from pymc_rdp.curation.table_budget import (
+    TABLE_MECHANISMS,
+    calibrate_tables,
+    check_budget,
+    make_accountant,
+)
+from pymc_rdp.distributions.bn_models import (
+    AUTO_MULTINOMIAL_CELLS,
+    CoordsDict,
+    cell_dim,
+    cell_labels,
+    conjugate_model,
+    cpt_name,
+    noise_aware_model,
+    point_model,
+    table_dims,
 )
 
-__all__ = ["BayesianNetwork"]
+__all__ = ["AUTO_MULTINOMIAL_CELLS", "NAIVE_FLOOR", "BayesianNetwork", "cell_labels"]
 
-_MECHANISMS = ("dirichlet", "gaussian", "laplace", "none")
+_MECHANISMS = (*TABLE_MECHANISMS, "none")
 _NEIGHBOURS = ("replace-one", "add-remove")
 _LIKELIHOODS = ("auto", "multinomial", "poissonised")
-#: largest family table (cells) that ``likelihood="auto"`` models with the multinomial
-AUTO_MULTINOMIAL_CELLS = 64
 #: clipping floor of the naive baseline (Ponnoprat 2023, Sec. 6, Gaussian and Laplace baselines)
 NAIVE_FLOOR = 1e-6
-#: relative safety margin on per-family targets so that the composed total stays within budget
-#: after floating-point summation
-_MARGIN = 1e-9
-
-# sensitivities (Δ₁, Δ₂, Δ∞) of one family table
-_SENSITIVITY = {
-    "replace-one": (2.0, math.sqrt(2.0), 1.0),
-    "add-remove": (1.0, 1.0, 1.0),
-}
-
-
-def _dims(node: str) -> tuple[str, str]:
-    return f"{node}_parent_config", f"{node}_state"
-
-
-def _cpt_name(node: str) -> str:
-    return f"{node}_cpt"
-
-
-def _cell_dim(node: str) -> str:
-    """The one posterior dim of ``node``'s CPT: its cells, configuration-major."""
-    return f"{node}_cell"
-
-
-def cell_labels(
-    node: str, parents: Sequence[str], states: Mapping[str, Sequence[Hashable]]
-) -> list[str]:
-    """Labels of a flattened CPT's cells, ``"parent=a,other=b | node=x"`` (``"node=x"`` for a
-    root), configuration-major as ``table.reshape(-1)``."""
-    names = [f"{node}={s}" for s in states[node]]
-    if not parents:
-        return names
-    return [f"{c} | {k}" for c in config_labels(parents, states) for k in names]
-
-
-class _Coords(dict):
-    """The coordinates dict; calling it (the former method) still works, with a warning."""
-
-    def __call__(self) -> dict[str, list[str]]:
-        warnings.warn(
-            "BayesianNetwork.coords is a property: use bn.coords instead of bn.coords()",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return dict(self)
 
 
 class BayesianNetwork:
@@ -301,9 +241,9 @@ class BayesianNetwork:
         ``bn.coords()`` still works but is deprecated.)
         """
         states = self._known_states()
-        out = _Coords()
+        out = CoordsDict()
         for v in self.nodes:
-            out[_cell_dim(v)] = cell_labels(v, self.structure.parents[v], states)
+            out[cell_dim(v)] = cell_labels(v, self.structure.parents[v], states)
         return out
 
     def _table_coords(self) -> dict[str, list[str]]:
@@ -311,7 +251,7 @@ class BayesianNetwork:
         states = self._known_states()
         out: dict[str, list[str]] = {}
         for v in self.nodes:
-            dc, ds = _dims(v)
+            dc, ds = table_dims(v)
             out[dc] = config_labels(self.structure.parents[v], states)
             out[ds] = [str(s) for s in states[v]]
         return out
@@ -432,7 +372,7 @@ class BayesianNetwork:
                 "reproducible, non-private releases in tests, and sample(random_seed=...) for "
                 "the MCMC"
             )
-        from pymc_rdp.privacy.mechanisms.noise import declare_unsafe_noise, resolve_noise_source
+        from pymc_rdp.privacy.mechanisms.noise import resolve_noise_source
 
         source = resolve_noise_source(noise_source)
         if mechanism not in _MECHANISMS:
@@ -453,52 +393,49 @@ class BayesianNetwork:
                 if value is not None:
                     raise ValueError(f"{name} is not used with mechanism='none' (no privacy)")
         else:
-            epsilon, order, delta = _check_budget(epsilon, order, delta)
+            epsilon, order, delta = check_budget(epsilon, order, delta)
 
-        if isinstance(df, pd.DataFrame):
-            sub = validate_frame(df, self.nodes)
-            states, from_data = self._domain(sub, mechanism)
-            check_within(sub, states)
-            codes = encode_frame(sub, states)
-            cards = {v: len(states[v]) for v in self.nodes}
-            tables = {
-                v: family_table(codes, v, self.structure.parents[v], cards) for v in self.nodes
-            }
-            n_records = len(sub)
-        else:  # Polars, DuckDB, Spark...: counted by the frame's own engine
-            from_data = self._undeclared(mechanism)
-            states, tables = _count_on_engine(df, self.structure, self._given_states)
-            cards = {v: len(states[v]) for v in self.nodes}
-            n_records = int(tables[self.nodes[0]].sum())
-        n_public = _check_public_total(public_total, n_records)
+        counted = count_family_tables(
+            df,
+            self.structure,
+            self._given_states,
+            private=mechanism != "none",
+            from_data_nodes=self._from_data_nodes,
+            all_from_data=self._states_from_data,
+        )
+        states, tables, cards = counted.states, counted.tables, counted.cards
+        n_public = check_public_total(public_total, counted.n_records)
 
         acc = mech = None
         if mechanism != "none":
             if accountant is None:  # a refit charges the accountant of the previous fit
                 accountant = self.__dict__.get("_last_accountant")
-            acc = _make_accountant(accountant, epsilon, order, delta)
+            acc = make_accountant(accountant, epsilon, order, delta)
             self._last_accountant = acc
-            mech = self._calibrate(mechanism, neighbours, epsilon, order, delta, alpha0, acc)
-            n_fam = self.structure.n_families
-            from pymc_rdp.privacy.accountant import BudgetExceededError
-
-            if not acc.can_spend(mech, count=n_fam):
-                raise BudgetExceededError(
-                    f"the {n_fam} family releases ({mech!r} each) do not fit into the "
-                    "accountant's remaining budget (without accountant=, a refit is charged to "
-                    "the accountant of the previous fit); nothing was released"
-                )
-            declare_from_data(acc, from_data, "BayesianNetwork.fit")
+            mech = calibrate_tables(
+                mechanism,
+                self.structure.n_families,
+                epsilon=epsilon,
+                order=order,
+                delta=delta,
+                neighbours=neighbours,
+                alpha0=alpha0,
+                orders=np.asarray(acc.orders, dtype=np.float64),
+            )
+            releases = self._release_tables(
+                tables, mech, acc, source, neighbours, n_public, counted.from_data
+            )
 
         self._reset()
         self.mechanism = mechanism
         self.neighbours = neighbours
-        self.noise_aware = bool(noise_aware) if mechanism in ("gaussian", "laplace") else None
+        counts = mech is not None and mech.for_counts
+        self.noise_aware = bool(noise_aware) if counts else None
         self.noise_model = noise_model if self.noise_aware else None
         self.states = states
         self.cards = cards
         # N leaves the curator only when declared public (or without privacy)
-        self.n_records = n_records if mechanism == "none" else n_public
+        self.n_records = counted.n_records if mechanism == "none" else n_public
         self.alpha0 = alpha0
 
         if mechanism == "none":
@@ -507,239 +444,82 @@ class BayesianNetwork:
             self._point_cpts = {
                 v: a / a.sum(axis=1, keepdims=True) for v, a in self._posterior_params.items()
             }
-            self.model = self._build_conjugate_model(tables)
+            self.model = conjugate_model(self, tables)
             self._fitted = True
             return self
 
         self.accountant = acc
         self.family_mechanism = mech
-        if mechanism == "dirichlet":
-            released = {}
-            for v in self.nodes:
-                acc.spend(mech, tag=f"bn:{v}")  # charge first, then draw
-                declare_unsafe_noise(acc, source, f"release 'bn:{v}'")
-                released[v] = np.asarray(mech.release(tables[v], source), dtype=np.float64)
-            if n_public is not None:
-                acc.declare(
-                    "public_total",
-                    f"the number of records N = {n_public} of the fit was declared public by "
-                    "the caller",
-                    outside_guarantee=False,
-                )
-            self.releases = released
-            self._point_cpts = {v: _normalise(released[v]) for v in self.nodes}
-            self.model = self._build_point_model(self._point_cpts)
+        self.releases = releases
+        if mech.releases_probabilities:  # the released CPTs are the result
+            self._point_cpts = {v: _normalise(releases[v].values) for v in self.nodes}
+            self.model = point_model(self, self._point_cpts)
         else:
-            self.releases = {
-                v: _privatize(
-                    tables[v].reshape(-1), mech, acc, f"bn:{v}", source, neighbours, n_public
-                )
-                for v in self.nodes
-            }
             if self.n_records is None:
-                totals = [float(np.sum(_release_values(r))) for r in self.releases.values()]
+                totals = [float(np.sum(r.values)) for r in releases.values()]
                 self.n_records = max(1, round(float(np.mean(totals))))
             if noise_aware and noise_model == "joint":
                 from pymc_rdp.distributions.joint_likelihood import joint_model_from_network
 
                 self.model = joint_model_from_network(self)
             elif noise_aware:
-                self.model = self._build_noise_aware_model(likelihood, margins)
+                self.model = noise_aware_model(self, likelihood, margins)
             else:
                 self._point_cpts = {
-                    v: _naive_cpt(_release_values(self.releases[v]).reshape(-1, cards[v]))
-                    for v in self.nodes
+                    v: _naive_cpt(releases[v].values.reshape(-1, cards[v])) for v in self.nodes
                 }
-                self.model = self._build_point_model(self._point_cpts)
+                self.model = point_model(self, self._point_cpts)
         self._fitted = True
         return self
 
-    def _domain(self, sub: pd.DataFrame, mechanism: str) -> tuple[dict, list[str]]:
-        """The states of every node and the nodes whose states were read from the data."""
-        if mechanism == "none":  # no privacy: undeclared states come from the data
-            return infer_states(sub, self.nodes, self._given_states), []
-        missing = self._undeclared(mechanism)
-        read = states_from_data(sub, missing)
-        return {v: self._given_states.get(v) or read[v] for v in self.nodes}, missing
-
-    def _undeclared(self, mechanism: str) -> list[str]:
-        """The nodes without declared states; refused unless opted in (or no privacy)."""
-        missing = [v for v in self.nodes if v not in self._given_states]
-        if mechanism == "none":
-            return []
-        refused = [v for v in missing if v not in self._from_data_nodes]
-        if refused and not self._states_from_data:
-            raise ValueError(
-                f"states: no declared states for the node(s) {refused}. Pass "
-                "states={node: [states, ...]} (the public domain; bin numeric columns with "
-                "public cut points or pmr.private_bins), or states='from-data' to read them "
-                "from the records, which the ledger flags as outside the privacy guarantee"
-            )
-        return missing
-
-    # ----------------------------------------------------------- calibration
-
-    def _calibrate(
+    def _release_tables(
         self,
-        mechanism: str,
-        neighbours: str,
-        epsilon: float,
-        order: float | None,
-        delta: float | None,
-        alpha0: float,
+        tables: Mapping[str, np.ndarray],
+        mech: Any,
         acc: Any,
-    ) -> Any:
-        """The per-family mechanism: ε/K at λ, or the least common noise meeting (ε, δ)."""
-        from pymc_rdp.privacy import rdp
-        from pymc_rdp.privacy.mechanisms import (
-            DirichletMechanism,
-            DiscreteGaussianMechanism,
-            DiscreteLaplaceMechanism,
-        )
+        source: Any,
+        neighbours: str,
+        n_public: int | None,
+        from_data: list[str],
+    ) -> dict[str, Release]:
+        """Every family table as one plan: charged all or nothing, then drawn.
 
-        k = self.structure.n_families
-        d1, d2, dinf = _SENSITIVITY[neighbours]
-        orders = np.asarray(getattr(acc, "orders", rdp.DEFAULT_ORDERS), dtype=np.float64)
-        if order is not None:
-            eps_f = epsilon / k * (1.0 - _MARGIN)
-            # count tables get exactly sampled integer noise (the discrete mechanisms)
-            if mechanism == "gaussian":
-                return DiscreteGaussianMechanism.calibrate(eps_f, order=order, sensitivity=d2)
-            if mechanism == "laplace":
-                return DiscreteLaplaceMechanism.calibrate(eps_f, order=order, sensitivity=d1)
-            return DirichletMechanism.calibrate(eps_f, order, d2, dinf, alpha0=alpha0)
-        eps_t = epsilon * (1.0 - _MARGIN)
-        # the tightest valid bound (pymc_rdp.privacy.tight_accounting), as the accountant computes
-        # it
-        # (the discrete mechanisms' curves, converted by RDP: the continuous Gaussian's exact
-        # composition does not apply to the discrete Gaussian)
-        from pymc_rdp.privacy.tight_accounting import planned_epsilon
-
-        def meets(mech: Any) -> bool:
-            return planned_epsilon([(mech, k)], delta, orders=orders) <= eps_t
-
-        if mechanism == "gaussian":
-            sigma = _least(
-                lambda s: meets(DiscreteGaussianMechanism(s, d2)), d2 * math.sqrt(k) / eps_t
-            )
-            return DiscreteGaussianMechanism(sigma, d2)
-        if mechanism == "laplace":
-            scale = _least(lambda b: meets(DiscreteLaplaceMechanism(b, d1)), d1 * k / eps_t)
-            return DiscreteLaplaceMechanism(scale, d1)
-        from pymc_rdp.privacy.calibration import calibrate_dirichlet
-
-        return calibrate_dirichlet(
-            eps_t, delta, d2, dinf, alpha0=alpha0, count=k, orders=orders
-        ).mechanism
-
-    # ------------------------------------------------------------- models
-
-    def _base_model(self) -> Any:
-        import pymc as pm
-
-        return pm.Model(coords={**self.coords, **self._table_coords()})
-
-    def _build_point_model(self, cpts: Mapping[str, np.ndarray]) -> Any:
-        import pymc as pm
-
-        with self._base_model() as model:
-            for v in self.nodes:
-                pm.Data(_cpt_name(v), np.asarray(cpts[v]).reshape(-1), dims=_cell_dim(v))
-        return model
-
-    def _build_conjugate_model(self, tables: Mapping[str, np.ndarray]) -> Any:
-        import pymc as pm
-
-        from pymc_rdp.distributions.flat_cpt import flat_cpt
-
-        with self._base_model() as model:
-            for v in self.nodes:
-                shape = tables[v].shape
-                theta = flat_cpt(_cpt_name(v), np.full(shape, self.alpha0), dims=_cell_dim(v))
-                pm.Multinomial(
-                    f"{v}_counts",
-                    n=tables[v].sum(axis=1),
-                    p=theta.reshape(shape),
-                    observed=tables[v],
-                    dims=_dims(v),
-                )
-        return model
-
-    def _build_noise_aware_model(self, likelihood: str, margins: str) -> Any:
-        """The per-family model: priors on the CPTs, one :class:`NoisyCounts` term per family.
-
-        With ``margins="free"`` a family with parents is parameterised by its whole table
-        ``φ_v ~ Dirichlet(alpha0)`` over (configuration, state) cells (variable
-        ``{v}_family``), and its CPT is the deterministic
-        ``θ_v[c, k] = φ_v[c, k] / Σ_k φ_v[c, k]``. By the aggregation property of the Dirichlet
-        distribution the rows ``θ_v[c, :]`` are independent ``Dirichlet(alpha0)`` (the CPT prior
-        of every other model here), independent of the row sums ``π_v ~ Dirichlet(K_v ·
-        alpha0)``, the family's own parent weights (Frigyik, Kapila & Gupta 2010, "Introduction
-        to the Dirichlet distribution", Sec. 2.3). The likelihood is linear in ``φ_v``.
-
-        NUTS moves ``φ_v`` in log-ratios to the cell with the largest released count
-        (:class:`~pymc_rdp.distributions.simplex_transform.ReferenceLogRatio`): PyMC's default
-        centred
-        log-ratios, the product ``π_v(c) θ_v[c, k]`` of two simplex variables and normalised
-        Gamma variables all tie every coordinate to an average over many poorly known cells,
-        and sampled alarm 4–25× slower (``docs/calibration.md``, sampling speed).
+        A count mechanism releases the flattened table (configuration-major) with integer
+        noise; the Dirichlet mechanism one draw per row (the released CPT).
         """
-        import pymc as pm
-        import pytensor.tensor as pt
-
-        from pymc_rdp.distributions import NoisyCounts
-        from pymc_rdp.distributions.flat_cpt import flat_cpt
-        from pymc_rdp.distributions.simplex_transform import ReferenceLogRatio
-
-        with self._base_model() as model:
-            theta: dict[str, Any] = {}
-            cell_p: dict[str, Any] = {}
-            for v in self.nodes:
-                # an explicit static shape: dims-derived shapes are symbolic, and a batched
-                # Dirichlet with a symbolic length-1 batch dimension fails to compile in numba
-                configs = self.parent_configurations(v)
-                shape = (len(configs), self.cards[v])
-                cells = shape[0] * shape[1]
-                if margins == "network" or not self.structure.parents[v]:
-                    flat = flat_cpt(_cpt_name(v), np.full(shape, self.alpha0), dims=_cell_dim(v))
-                    theta[v] = pt.specify_shape(flat.reshape(shape), shape)
-                    continue
-                # the family table has the same cells as the CPT: one shared dim
-                cell_dim = _cell_dim(v)
-                # the best-known cell (largest released count) anchors the log-ratios
-                ref = int(np.argmax(_release_values(self.releases[v])))
-                phi = pm.Dirichlet(
-                    f"{v}_family",
-                    a=np.full(cells, self.alpha0),
-                    shape=(cells,),
-                    dims=cell_dim,
-                    default_transform=ReferenceLogRatio(ref),
+        counts = mech.for_counts
+        check_sensitivity(mech, neighbours)
+        plan = [
+            PlannedRelease(
+                mech,
+                tables[v].reshape(-1).astype(np.int64) if counts else tables[v],
+                f"bn:{v}",
+                neighbours=neighbours,
+                public_total=None if n_public is None else float(n_public),
+            )
+            for v in self.nodes
+        ]
+        declarations: list[Any] = [lambda a: declare_from_data(a, from_data, "BayesianNetwork.fit")]
+        if n_public is not None:
+            declarations.append(
+                (
+                    "public_total",
+                    f"the number of records N = {n_public} of the fit was declared public by "
+                    "the caller",
                 )
-                table = phi.reshape(shape)
-                theta[v] = table / table.sum(axis=1, keepdims=True)
-                pm.Deterministic(_cpt_name(v), theta[v].reshape((-1,)), dims=cell_dim)
-                cell_p[v] = phi
-            total = None
-            gaussian = self.mechanism == "gaussian"
-            for v in self.nodes:
-                cells = int(np.prod(theta[v].type.shape))
-                if v in cell_p:
-                    p = cell_p[v]
-                else:
-                    pc = family_marginal(self.structure, v, theta, self.cards, backend="pytensor")
-                    p = pt.specify_shape((pc[:, None] * theta[v]).reshape((-1,)), (cells,))
-                kind = likelihood
-                if kind == "auto":
-                    small = cells <= AUTO_MULTINOMIAL_CELLS
-                    kind = "multinomial" if small or gaussian else "poissonised"
-                if kind == "multinomial":
-                    n: Any = self.n_records
-                else:
-                    if total is None:
-                        total = pm.Data("n_records", np.float64(self.n_records))
-                    n = total
-                NoisyCounts(f"{v}_release", n=n, p=p, release=self.releases[v])
-        return model
+            )
+        released = release_plan(
+            plan,
+            acc,
+            noise_source=source,
+            declarations=declarations,
+            refusal=(
+                f"the {len(plan)} family releases ({mech!r} each) do not fit into the "
+                "accountant's remaining budget (without accountant=, a refit is charged to "
+                "the accountant of the previous fit)"
+            ),
+        )
+        return dict(zip(self.nodes, released, strict=True))
 
     # ------------------------------------------------------------ sampling
 
@@ -768,16 +548,16 @@ class BayesianNetwork:
         import arviz as az
 
         coords = dict(self.coords)
-        dims = {_cpt_name(v): [_cell_dim(v)] for v in self.nodes}
+        dims = {cpt_name(v): [cell_dim(v)] for v in self.nodes}
         if self._posterior_params is not None:
             rng = np.random.default_rng(random_seed)
             post = {
-                _cpt_name(v): _dirichlet_draws(rng, a, chains, draws).reshape(chains, draws, -1)
+                cpt_name(v): _dirichlet_draws(rng, a, chains, draws).reshape(chains, draws, -1)
                 for v, a in self._posterior_params.items()
             }
             idata = az.from_dict({"posterior": post}, coords=coords, dims=dims)
         elif self._point_cpts is not None and self.model is not None and self._is_point_model():
-            post = {_cpt_name(v): self._point_cpts[v].reshape(1, 1, -1) for v in self.nodes}
+            post = {cpt_name(v): self._point_cpts[v].reshape(1, 1, -1) for v in self.nodes}
             idata = az.from_dict({"posterior": post}, coords=coords, dims=dims)
         else:
             from pymc_rdp.distributions import sample as _sample
@@ -800,9 +580,9 @@ class BayesianNetwork:
         return idata
 
     def _is_point_model(self) -> bool:
-        return self.mechanism == "dirichlet" or (
-            self.mechanism in ("gaussian", "laplace") and not self.noise_aware
-        )
+        """The released (Dirichlet) or naive CPTs: nothing to infer."""
+        mech = self.family_mechanism
+        return mech is not None and (mech.releases_probabilities or not self.noise_aware)
 
     def cpt_draws(self, idata: Any, node: str) -> np.ndarray:
         """Draws of ``node``'s CPT: float64 array (draws, parent configurations, child states).
@@ -811,12 +591,12 @@ class BayesianNetwork:
         posteriors and the 2-D layout ``({node}_parent_config, {node}_state)``.
         """
         self._check_node(node)
-        da = idata["posterior"][_cpt_name(node)]
-        if _cell_dim(node) in da.dims:
+        da = idata["posterior"][cpt_name(node)]
+        if cell_dim(node) in da.dims:
             shape = (len(self.parent_configurations(node)), len(self._known_states()[node]))
-            arr = da.transpose("chain", "draw", _cell_dim(node)).to_numpy()
+            arr = da.transpose("chain", "draw", cell_dim(node)).to_numpy()
             return np.asarray(arr.reshape(-1, *shape), dtype=np.float64)
-        dc, ds = _dims(node)
+        dc, ds = table_dims(node)
         arr = da.transpose("chain", "draw", dc, ds).to_numpy()
         return np.asarray(arr.reshape(-1, arr.shape[2], arr.shape[3]), dtype=np.float64)
 
@@ -837,7 +617,7 @@ class BayesianNetwork:
     def cpt_frame(self, node: str) -> pd.DataFrame:
         """``cpts[node]`` as a DataFrame indexed by configuration labels, one column per state."""
         coords = self._table_coords()
-        dc, ds = _dims(node)
+        dc, ds = table_dims(node)
         return pd.DataFrame(self.cpts[node], index=coords[dc], columns=coords[ds])
 
     # ---------------------------------------------------------- evaluation
@@ -893,27 +673,9 @@ class BayesianNetwork:
 
     def to_pgmpy(self) -> Any:
         """A pgmpy ``DiscreteBayesianNetwork`` holding :attr:`cpts` (with state names)."""
-        from pgmpy.factors.discrete import TabularCPD
-        from pgmpy.models import DiscreteBayesianNetwork
+        from pymc_rdp.bn.pgmpy_export import to_pgmpy
 
-        cpts = self.cpts
-        net = DiscreteBayesianNetwork()
-        net.add_nodes_from(self.nodes)
-        net.add_edges_from(self.structure.edges())
-        for v in self.nodes:
-            pars = list(self.structure.parents[v])
-            net.add_cpds(
-                TabularCPD(
-                    v,
-                    self.cards[v],
-                    cpts[v].T,
-                    evidence=pars or None,
-                    evidence_card=[self.cards[p] for p in pars] or None,
-                    state_names={u: list(self.states[u]) for u in [v, *pars]},
-                )
-            )
-        net.check_model()
-        return net
+        return to_pgmpy(self.structure, self.cpts, self.cards, self.states)
 
     # ------------------------------------------------------------- helpers
 
@@ -931,105 +693,6 @@ class BayesianNetwork:
 
 
 # --------------------------------------------------------------------------- module helpers
-
-
-def _check_budget(epsilon: Any, order: Any, delta: Any) -> tuple[float, float | None, float | None]:
-    if epsilon is None:
-        raise ValueError("epsilon must be given (the privacy budget of the whole fit)")
-    eps = float(check_positive(epsilon, "epsilon"))
-    if (order is None) == (delta is None):
-        raise ValueError("give exactly one of order (an RDP budget) and delta (an (ε, δ) budget)")
-    if order is not None:
-        lam = float(check_positive(order, "order"))
-        if not lam > 1:
-            raise ValueError(f"order must be > 1, got {lam!r}")
-        return eps, lam, None
-    d = float(check_positive(delta, "delta"))
-    if not d < 1:
-        raise ValueError(f"delta must lie in the open interval (0, 1), got {d!r}")
-    return eps, None, d
-
-
-def _make_accountant(accountant: Any, epsilon: float, order: float | None, delta: float | None):
-    from pymc_rdp.privacy.accountant import Accountant
-
-    if accountant is not None:
-        if not isinstance(accountant, Accountant):
-            raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
-        return accountant
-    if order is not None:
-        return Accountant.at_order(epsilon, order)
-    return Accountant(budget=(epsilon, delta))
-
-
-def _least(meets: Any, start: float) -> float:
-    from pymc_rdp.privacy.mechanisms.base import least_noise
-
-    return least_noise(meets, start)
-
-
-def _privatize(
-    statistic: np.ndarray,
-    mech: Any,
-    acc: Any,
-    tag: str,
-    noise_source: Any,
-    neighbours: str,
-    public_total: int | None = None,
-) -> Any:
-    from pymc_rdp.distributions import privatize
-
-    return privatize(
-        statistic, mech, acc, tag, noise_source, neighbours=neighbours, public_total=public_total
-    )
-
-
-def _check_public_total(public_total: Any, n: int) -> int | None:
-    """``None``, or the caller's public number of records after checking it is ``len(df)``."""
-    if public_total is None:
-        return None
-    if isinstance(public_total, (bool, np.bool_)) or not isinstance(
-        public_total, (int, np.integer)
-    ):
-        raise TypeError(f"public_total must be None or an int, got {public_total!r}")
-    if int(public_total) != n:
-        raise ValueError(
-            "public_total does not equal the number of records of df: declare only a total "
-            "that is known outside the data and matches it"
-        )
-    return int(public_total)
-
-
-def _count_on_engine(
-    df: Any, structure: NetworkStructure, given: Mapping[str, Sequence[Hashable]]
-) -> tuple[dict[str, list[Hashable]], dict[str, np.ndarray]]:
-    """States and family tables of a non-pandas frame
-    (:func:`pymc_rdp.curation.counting.count_tables`).
-
-    Nodes without given states take them from the data
-    (:func:`pymc_rdp.curation.counting.infer_states`),
-    which the guarantee does not cover. An empty frame is refused as in the pandas path.
-    """
-    from pymc_rdp.curation.counting import count_tables
-    from pymc_rdp.curation.counting import infer_states as engine_states
-
-    states = {v: list(given[v]) for v in structure.order if v in given}
-    unknown = [v for v in structure.order if v not in states]
-    if unknown:
-        states.update(engine_states(df, unknown, name="df"))
-        empty = [v for v in unknown if not states[v]]
-        if empty:
-            raise ValueError(f"df has no values in column(s) {empty}: no records, or all missing")
-    states = {v: states[v] for v in structure.order}
-    tables = count_tables(df, structure.parents, states, name="df")
-    if int(tables[structure.order[0]].sum()) == 0:
-        raise ValueError("df is empty: it has no records")
-    return states, tables
-
-
-def _release_values(release: Any) -> np.ndarray:
-    values = getattr(release, "values", release)
-    return np.asarray(values, dtype=np.float64)
 
 
 def _naive_cpt(noisy: np.ndarray) -> np.ndarray:

@@ -38,7 +38,7 @@ so the per-row curve with the replace-one sensitivities bounds the table.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,71 +49,18 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from pymc_rdp.curation.charge import PlannedRelease, release_plan
 from pymc_rdp.curation.domains import FROM_DATA, check_states, declare_from_data, states_from_data
-from pymc_rdp.privacy import rdp as _rdp
-from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError
-from pymc_rdp.privacy.mechanisms import (
-    DirichletMechanism,
-    DiscreteGaussianMechanism,
-    DiscreteLaplaceMechanism,
-    Mechanism,
-)
-from pymc_rdp.privacy.mechanisms.noise import (
-    UnsafeNoiseSeed,
-    declare_unsafe_noise,
-    resolve_noise_source,
-)
+from pymc_rdp.curation.table_budget import TABLE_MECHANISMS, calibrate_tables
+from pymc_rdp.privacy.accountant import Accountant
+from pymc_rdp.privacy.mechanisms import Mechanism
+from pymc_rdp.privacy.mechanisms.noise import UnsafeNoiseSeed, resolve_noise_source
 
 __all__ = ["NaiveBayes"]
 
-_MECHANISMS = ("dirichlet", "gaussian", "laplace", "none")
+_MECHANISMS = (*TABLE_MECHANISMS, "none")
 _NEIGHBOURS = ("replace-one", "add-remove")
 _CLIP = 1e-6
-# Relative margin kept below each target so that float rounding in the composed sum can never
-# push the total over the requested budget.
-_MARGIN = 1e-9
-
-
-def _sensitivities(neighbours: str) -> tuple[float, float, float]:
-    """(Δ₁, Δ₂, Δ∞) of a count table for the neighbouring relation."""
-    if neighbours == "replace-one":
-        return 2.0, math.sqrt(2.0), 1.0
-    return 1.0, 1.0, 1.0
-
-
-def _log_bisect(feasible: Callable[[float], bool], start: float, feasible_above: bool) -> float:
-    """The boundary of a monotone feasibility region of x > 0, returned on its feasible side.
-
-    ``feasible_above``: feasible for large x (noise scales) or for small x (per-table targets).
-    Brackets the boundary by doubling/halving from ``start``, then bisects in log x to a few ulp.
-    """
-    step = 2.0 if feasible_above else 0.5
-    good = float(start)
-    for _ in range(2100):
-        if feasible(good):
-            break
-        good *= step
-        if good == 0.0 or not math.isfinite(good):
-            raise ValueError("epsilon cannot be met for this delta by the mechanism")
-    else:  # pragma: no cover - defensive
-        raise ValueError("epsilon cannot be met for this delta by the mechanism")
-    bad = good / step
-    for _ in range(2100):
-        if bad == 0.0 or not math.isfinite(bad):
-            return good
-        if not feasible(bad):
-            break
-        good, bad = bad, bad / step
-    for _ in range(200):
-        mid = math.sqrt(good * bad)
-        lo, hi = min(good, bad), max(good, bad)
-        if not lo < mid < hi or hi - lo <= 4 * math.ulp(hi):
-            break
-        if feasible(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
 
 
 class _AccountantHandle:
@@ -439,64 +386,39 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         # Every feature table of this fit is its own parallel group: partitions (class labels)
         # of two fits must never merge.
         groups = [None] + [accountant.new_group(t) for t in tags[1:]]
-        # Check the whole fit against the budget before anything is charged or released.
-        trial = accountant.fork()
-        try:
-            self._charge(trial, mech, tags, groups, partitions)
-        except BudgetExceededError as exc:
-            own = (
-                ""
-                if self.accountant is not None
-                else " (without accountant=, every fit of this estimator and of its clones is "
-                "charged to the accountant created at the first fit; pass accountant= with a "
-                "budget for all the fits)"
+        plan = [
+            PlannedRelease(
+                mech,
+                table,
+                tag,
+                group=group,
+                partitions=None if group is None else partitions,
+                neighbours=self.neighbours,
             )
-            raise BudgetExceededError(
-                f"the accountant cannot afford this fit of {k + 1} tables{own}: {exc}"
-            ) from exc
-        read = [str(columns[i]) for i in features_from_data]
-        declare_from_data(
-            accountant, read + (["y (classes)"] if classes_from_data else []), "NaiveBayes.fit"
+            for tag, group, table in zip(tags, groups, [class_counts, *tables], strict=True)
+        ]
+        own = (
+            ""
+            if self.accountant is not None
+            else " (without accountant=, every fit of this estimator and of its clones is "
+            "charged to the accountant created at the first fit; pass accountant= with a "
+            "budget for all the fits)"
         )
-
-        source = self._noise
-        released = []
-        for t, (tag, table) in enumerate(zip(tags, [class_counts, *tables], strict=True)):
-            # charge first, then draw the noise
-            if t == 0:
-                accountant.spend(mech, tag=tag)
-            else:
-                accountant.spend_batch(
-                    [mech] * n_classes,
-                    tags=[tag] * n_classes,
-                    group=groups[t],
-                    partitions=partitions,
-                )
-                accountant.close_group(groups[t])
-            declare_unsafe_noise(accountant, source, f"release {tag!r}")
-            out = np.asarray(mech.release(table, source), dtype=np.float64)
-            self.releases_[tag] = out
-            released.append(self._to_probabilities(out))
+        read = [str(columns[i]) for i in features_from_data]
+        read += ["y (classes)"] if classes_from_data else []
+        releases = release_plan(
+            plan,
+            accountant,
+            noise_source=self._noise,
+            declarations=[lambda a: declare_from_data(a, read, "NaiveBayes.fit")],
+            close_groups=True,
+            refusal=f"the accountant cannot afford this fit of {k + 1} tables{own}",
+        )
+        self.releases_ = {r.tag: np.asarray(r.values) for r in releases}
+        released = [self._to_probabilities(np.asarray(r.values)) for r in releases]
         self.class_log_prior_ = np.log(released[0])
         self.feature_log_prob_ = [np.log(p) for p in released[1:]]
         return self
-
-    def _charge(
-        self,
-        accountant: Accountant,
-        mech: Mechanism,
-        tags: list[str],
-        groups: list[Any],
-        partitions: list[Any],
-    ) -> None:
-        accountant.spend(mech, tag=tags[0])
-        for tag, group in zip(tags[1:], groups[1:], strict=True):
-            accountant.spend_batch(
-                [mech] * len(partitions),
-                tags=[tag] * len(partitions),
-                group=group,
-                partitions=partitions,
-            )
 
     # ------------------------------------------------------------- the shared accountant
 
@@ -518,52 +440,27 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         return new
 
     def _to_probabilities(self, released: np.ndarray) -> np.ndarray:
-        if self.mechanism == "dirichlet":
+        if self.mechanism_.releases_probabilities:
             p = np.clip(released, np.finfo(np.float64).tiny, None)
         else:
             p = np.clip(released, _CLIP, None)
         return p / p.sum(axis=-1, keepdims=True)
 
     def _calibrate(self, n_tables: int, orders: np.ndarray) -> Mechanism:
-        """One mechanism for every table, meeting the per-table share of the budget."""
-        d1, d2, dinf = _sensitivities(self.neighbours)
-        eps, lam, delta = self._epsilon, self._order, self._delta
-        if delta is None:
-            eps_t = eps / n_tables * (1.0 - _MARGIN)
-            if self.mechanism == "gaussian":
-                return DiscreteGaussianMechanism.calibrate(eps_t, order=lam, sensitivity=d2)
-            if self.mechanism == "laplace":
-                return DiscreteLaplaceMechanism.calibrate(eps_t, order=lam, sensitivity=d1)
-            return DirichletMechanism.calibrate(eps_t, lam, d2, dinf, alpha0=self._alpha0)
-
-        target = eps * (1.0 - _MARGIN)
-
-        def composed_ok(mech: Mechanism) -> bool:
-            curve = n_tables * np.asarray(mech.rdp(orders), dtype=np.float64)
-            return bool(_rdp.to_dp(orders, curve, delta)[0] <= target)
-
-        # the discrete mechanisms: their RDP curves converted as the accountant converts them
-        # (every record is in one partition of each table)
-        if self.mechanism == "gaussian":
-            sigma = _log_bisect(
-                lambda s: composed_ok(DiscreteGaussianMechanism(s, d2)),
-                d2 / eps,
-                feasible_above=True,
-            )
-            return DiscreteGaussianMechanism(sigma, d2)
-        if self.mechanism == "laplace":
-            scale = _log_bisect(
-                lambda b: composed_ok(DiscreteLaplaceMechanism(b, d1)),
-                d1 / eps,
-                feasible_above=True,
-            )
-            return DiscreteLaplaceMechanism(scale, d1)
-
-        def build(e: float) -> Mechanism:
-            return DirichletMechanism.calibrate(e, lam, d2, dinf, alpha0=self._alpha0)
-
-        e_t = _log_bisect(lambda e: composed_ok(build(e)), eps / n_tables, feasible_above=False)
-        return build(e_t)
+        """One mechanism for every table, meeting the per-table share of the budget (ε/K at λ),
+        or with ``delta`` the least common noise whose K-fold composition converts to (ε, δ)
+        by RDP (:func:`pymc_rdp.curation.table_budget.calibrate_tables`)."""
+        return calibrate_tables(
+            self.mechanism,
+            n_tables,
+            epsilon=self._epsilon,
+            order=self._order,
+            delta=self._delta,
+            neighbours=self.neighbours,
+            alpha0=self._alpha0,
+            orders=orders,
+            conversion="rdp",
+        )
 
     # ------------------------------------------------------------------------- categories
 

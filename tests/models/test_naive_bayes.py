@@ -375,8 +375,9 @@ def test_each_table_charged_before_its_release(
         noise_source=UnsafeNoiseSeed(0),
         **TOY_DOMAIN,
     ).fit(X, y)
-    # table 0 (classes) after 1 entry, then each feature table after its 2 row entries
-    assert [n for n, _ in seen] == [1, 3, 5, 7]
+    # the whole fit is charged (1 class entry, 2 row entries per feature table) before the
+    # first table is drawn: every table is charged before its release, and before any other's
+    assert [n for n, _ in seen] == [7, 7, 7, 7]
     # The class table is released from N_j, one count per record (not K x N_j).
     class_counts = seen[0][1]
     np.testing.assert_array_equal(class_counts, [np.sum(y == "no"), np.sum(y == "yes")])
