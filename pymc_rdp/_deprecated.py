@@ -38,7 +38,8 @@ MOVED: dict[str, str] = {
 }
 
 
-#: old paths that stay first-class (no warning): ``pmr.rdp`` is the documented RDP calculus namespace
+#: old paths that stay first-class (no warning): ``pmr.rdp`` is the documented RDP calculus
+#: namespace
 STABLE: frozenset[str] = frozenset({"pymc_rdp.rdp"})
 
 

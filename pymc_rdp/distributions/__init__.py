@@ -84,5 +84,10 @@ class _Package(types.ModuleType):
             return
         super().__setattr__(name, value)
 
+    def __delattr__(self, name: str) -> None:
+        if name == "ledger" and not isinstance(vars(self).get(name), types.ModuleType):
+            return  # the function stays (only the old module alias could be forgotten)
+        super().__delattr__(name)
+
 
 sys.modules[__name__].__class__ = _Package

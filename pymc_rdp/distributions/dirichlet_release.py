@@ -211,10 +211,10 @@ class DirichletRelease(Distribution):
     -----
     Do not draw from this node with MCMC (``pm.sample``) and publish the draws: use
     :func:`release_dirichlet`, which draws exactly and charges the accountant.
-    :func:`pymc_rdp.sample` refuses models with a free ``DirichletRelease``, and forward draws
-    (``pm.draw``, ``pm.sample_prior_predictive``, a posterior predictive that re-draws the node) raise
-    :class:`RefusedDrawError` before anything is drawn: they would sample the mechanism from the
-    raw counts without a charge.
+    :func:`pymc_rdp.sample` refuses models with a free ``DirichletRelease``, and forward
+    draws (``pm.draw``, ``pm.sample_prior_predictive``, a posterior predictive that re-draws
+    the node) raise :class:`RefusedDrawError` before anything is drawn: they would sample the
+    mechanism from the raw counts without a charge.
     """
 
     rv_type = DirichletReleaseRV

@@ -900,7 +900,8 @@ def joint_model_from_network(
     network's estimate from the releases). The CPT variables have the same names and dims as the
     network's own model, so ``network.cpt_draws(idata, node)`` reads draws of this model too.
     """
-    if getattr(network, "mechanism", None) not in ("gaussian", "laplace"):
+    mech = getattr(network, "family_mechanism", None)
+    if mech is None or not mech.for_counts:
         raise ValueError("network must be fitted with mechanism='gaussian' or 'laplace'")
     n_use = network.n_records if n == "fitted" else n
     return build_joint_model(

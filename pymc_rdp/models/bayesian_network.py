@@ -653,16 +653,34 @@ class BayesianNetwork:
         return float(np.mean(record_log_likelihood(self.structure, cpts, self.cards, codes)))
 
     def sample_data(
-        self, n: int, random_state: int | np.random.Generator | None = None
+        self,
+        n: int,
+        random_seed: int | np.random.Generator | None = None,
+        *,
+        random_state: Any = None,
     ) -> pd.DataFrame:
         """``n`` synthetic records by forward sampling of :attr:`cpts` (post-processing).
+
+        ``random_seed`` (an int, a NumPy generator or None) steers the sampling, as in
+        :meth:`sample`; ``random_state`` is its deprecated name.
 
         Returns a DataFrame with one categorical column per node (categories = the states).
         """
         self._check_fitted()
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"n must be an integer >= 0, got {n!r}")
-        rng = np.random.default_rng(random_state)
+        if random_state is not None:
+            import warnings
+
+            if random_seed is not None:
+                raise TypeError("give random_seed only (random_state is its deprecated name)")
+            warnings.warn(
+                "sample_data(random_state=...) is now sample_data(random_seed=...)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            random_seed = random_state
+        rng = np.random.default_rng(random_seed)
         codes = forward_sample(self.structure, self.cpts, self.cards, int(n), rng)
         return pd.DataFrame(
             {

@@ -1,4 +1,4 @@
-"""DirichletRelease and release_dirichlet(): exact draws, k × curve, parallel rows, refusals, output tree."""
+"""DirichletRelease and release_dirichlet(): exact draws, k × curve, parallel rows, refusals."""
 
 from __future__ import annotations
 
@@ -56,7 +56,9 @@ def test_k_draws_cost_k_times_the_curve_and_a_cpt_is_one_table_entry():
 
 def test_draws_are_exact_on_the_simplex_with_coords():
     model = _model()
-    tree = D.release_dirichlet(model, draws=4000, accountant=Accountant(), noise_source=UnsafeNoiseSeed(2))
+    tree = D.release_dirichlet(
+        model, draws=4000, accountant=Accountant(), noise_source=UnsafeNoiseSeed(2)
+    )
     post = tree.posterior
     assert post["row"].shape == (1, 4000, 3)
     assert post["cpt"].dims == ("chain", "draw", "parent", "state")
@@ -70,8 +72,12 @@ def test_draws_are_exact_on_the_simplex_with_coords():
 
 
 def test_same_seed_same_draws():
-    a = D.release_dirichlet(_model(), draws=3, accountant=Accountant(), noise_source=UnsafeNoiseSeed(5))
-    b = D.release_dirichlet(_model(), draws=3, accountant=Accountant(), noise_source=UnsafeNoiseSeed(5))
+    a = D.release_dirichlet(
+        _model(), draws=3, accountant=Accountant(), noise_source=UnsafeNoiseSeed(5)
+    )
+    b = D.release_dirichlet(
+        _model(), draws=3, accountant=Accountant(), noise_source=UnsafeNoiseSeed(5)
+    )
     np.testing.assert_array_equal(a.posterior["cpt"].values, b.posterior["cpt"].values)
 
 
@@ -79,7 +85,9 @@ def test_over_budget_refused_before_drawing_and_ledger_unchanged():
     model = _model()
     eps_one = float(MECH.rdp(np.array([5.0]))[0])
     acc = Accountant.at_order(10 * eps_one, 5.0)
-    D.release_dirichlet(model, draws=2, accountant=acc, noise_source=UnsafeNoiseSeed(0))  # costs 4 ε
+    D.release_dirichlet(
+        model, draws=2, accountant=acc, noise_source=UnsafeNoiseSeed(0)
+    )  # costs 4 ε
     before = acc.to_json()
     with pytest.raises(BudgetExceededError, match="nothing was drawn"):
         D.release_dirichlet(
@@ -87,7 +95,9 @@ def test_over_budget_refused_before_drawing_and_ledger_unchanged():
         )  # would cost 8 ε more
     assert acc.to_json() == before
     # a release of only one node fits
-    D.release_dirichlet(model, draws=3, accountant=acc, var_names=["row"], noise_source=UnsafeNoiseSeed(0))
+    D.release_dirichlet(
+        model, draws=3, accountant=acc, var_names=["row"], noise_source=UnsafeNoiseSeed(0)
+    )
     np.testing.assert_allclose(acc.rdp(np.array([5.0])), 7 * eps_one, rtol=1e-12)
 
 
@@ -228,7 +238,9 @@ def test_unsafe_seed_distinguishes_and_is_declared_outside_the_guarantee():
     with pm.Model() as model:
         D.DirichletRelease("row", ROW, MECH, tag="t")
     acc = Accountant()
-    out = D.release_dirichlet(model, accountant=acc, noise_source=UnsafeNoiseSeed(3)).posterior["row"]
+    out = D.release_dirichlet(model, accountant=acc, noise_source=UnsafeNoiseSeed(3)).posterior[
+        "row"
+    ]
     out = out.values[0, 0]
     np.testing.assert_array_equal(out, MECH.release(ROW, UnsafeNoiseSeed(3)))
     assert not np.allclose(out, MECH.release(neighbour, UnsafeNoiseSeed(3)))

@@ -438,12 +438,12 @@ def test_log_likelihood_and_synthetic_data(toy: pd.DataFrame) -> None:
     assert bn.log_likelihood(odd, unseen="skip") == pytest.approx(
         bn.log_likelihood(held_out.iloc[1:])
     )
-    synth = bn.sample_data(20000, random_state=3)
+    synth = bn.sample_data(20000, random_seed=3)
     assert list(synth.columns) == ["a", "b", "c"]
     assert list(synth["b"].cat.categories) == [0, 1, 2]
     freq = pd.crosstab(synth["a"], synth["b"], normalize="index").loc[["lo", "hi"]].to_numpy()
     np.testing.assert_allclose(freq, cpts["b"], atol=0.03)
-    assert bn.sample_data(5, random_state=1).equals(bn.sample_data(5, random_state=1))
+    assert bn.sample_data(5, random_seed=1).equals(bn.sample_data(5, random_seed=1))
 
 
 # ------------------------------------------------------------------------------ recovery

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import pymc_rdp as pmr
+from pymc_rdp.curation.quantiles import private_bins, private_quantiles
 from pymc_rdp.privacy import rdp
 from pymc_rdp.privacy.mechanisms import ExponentialQuantile, mechanism_from_dict
-from pymc_rdp.curation.quantiles import private_bins, private_quantiles
 
 
 def _exact_interval_probabilities(x, q, eps, lower, upper) -> tuple[np.ndarray, np.ndarray]:
