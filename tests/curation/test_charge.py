@@ -198,13 +198,17 @@ class _ShiftedLaplace(_DL):
     name = "test_shifted_discrete_laplace"
 
 
-register_likelihood(
-    _ShiftedLaplace,
-    NoiseModel("discrete_laplace", lambda m: float(m.scale), "laplace", lambda m: float(m.scale)),
-)
+def test_a_new_mechanism_needs_no_dispatch_chain(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pymc_rdp.distributions import noise_models
 
-
-def test_a_new_mechanism_needs_no_dispatch_chain() -> None:
+    # registered for this test only (the registry is module state)
+    monkeypatch.setattr(noise_models, "_REGISTRY", dict(noise_models._REGISTRY))
+    register_likelihood(
+        _ShiftedLaplace,
+        NoiseModel(
+            "discrete_laplace", lambda m: float(m.scale), "laplace", lambda m: float(m.scale)
+        ),
+    )
     mech = _ShiftedLaplace(2.0, 2.0)
     rel = pmr.privatize(np.array([3, 1]), mech, Accountant(), "n", noise_source=UnsafeNoiseSeed(0))
     assert rel.mechanism is mech
