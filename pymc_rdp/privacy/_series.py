@@ -395,7 +395,6 @@ def _rr_outer(g: _Grid, p: np.ndarray) -> np.ndarray | None:
     return out
 
 
-
 def _dispatch(
     a: np.ndarray,
     x: np.ndarray,

@@ -258,4 +258,3 @@ def to_delta(orders: ArrayLike, rdp: Curve, epsilon: ArrayLike) -> tuple[Any, An
     if e.ndim == 0:
         return float(delta[0]), float(best[0])
     return delta.reshape(e.shape), best.reshape(e.shape)
-

@@ -131,8 +131,6 @@ def laplace(orders: ArrayLike, scale: ArrayLike, sensitivity: ArrayLike = 1.0) -
     return _dispatch(a, t, _laplace_on_grid, _laplace_outer, _laplace_elementwise)
 
 
-
-
 def _laplace_elementwise(a: np.ndarray, t: Any) -> np.ndarray:
     """Laplace curve elementwise for any broadcastable orders and t (no per-grid tables)."""
     at_one, at_inf, am = split_orders(a)
@@ -313,7 +311,6 @@ def dirichlet(
     trigamma = special.polygamma(1, np.where(valid, x, 1.0))
     val = np.where(valid, lam_safe * (rr * d2) ** 2 / 2.0 * trigamma, np.inf)
     return _out(val)
-
 
 
 # --------------------------------------------------------------------------------------------------

@@ -254,4 +254,3 @@ def advanced_composition(
         t3 = lead + e * np.sqrt(2.0 * nn * log_inv_d)
         return _out(np.minimum(nn * e, np.minimum(t2, t3)))
     raise ValueError(f"method must be one of ('mironov', 'drv', 'kov'), got {method!r}")
-

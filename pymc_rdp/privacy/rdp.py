@@ -23,7 +23,7 @@ These modules depend on numpy and scipy only. The mathematics, with sources, is 
 
 from __future__ import annotations
 
-from pymc_rdp.privacy.conversion import Curve, to_delta, to_dp
+from pymc_rdp.privacy.conversion import to_delta, to_dp
 from pymc_rdp.privacy.curves import (
     DISCRETE_LAPLACE_EXACT_MAX,
     dirichlet,
