@@ -182,7 +182,7 @@ def split_budget(
         None: valid for any mechanism (the RDP conversion at each order). "gaussian" (with
         ``delta``): the releases are continuous Gaussian mechanisms, whose composition is exactly
         a Gaussian with μ² = Σ μᵢ² (Dong, Roth & Su 2019), so the budget is met exactly by μᵢ² =
-        μ*²/k with μ* = :func:`pymc_rdp.privacy.tight_accounting.gaussian_mu` (ε, δ) (Balle & Wang
+        μ*²/k with μ* = :func:`pymc_rdp.privacy.gaussian_profile.gaussian_mu` (ε, δ) (Balle & Wang
         2018): the per-release target at λ is λ μ*²/(2k) · (1 − 1e-12) (the RDP curve of such a
         Gaussian, a margin against rounding), larger than the conversion's and only valid for
         Gaussian releases.
@@ -222,7 +222,7 @@ def split_budget(
     if mechanism == "gaussian":
         if not np.isfinite(lam).all():
             raise ValueError("order must be finite for Gaussian releases")
-        from pymc_rdp.privacy.tight_accounting import gaussian_mu
+        from pymc_rdp.privacy.gaussian_profile import gaussian_mu
 
         mu = gaussian_mu(eps, d)
         x = lam * (mu * mu / (2.0 * kk)) * (1.0 - 1e-12)
