@@ -33,6 +33,8 @@ DEFAULT_DELTA = 1e-6
 #: CPT entries (cells of all family tables): NUTS on the Adult network (about 15,000) did not
 #: finish within ten minutes on two cores
 NOISE_AWARE_MAX_CELLS = 2000
+#: NUTS settings of a full run (the fast demo: 100, 100, 1)
+_SAMPLING = {"draws": 300, "tune": 300, "chains": 2}
 
 
 # ------------------------------------------------------------------------------ mechanisms
@@ -182,12 +184,10 @@ class FitConfig:
 
     def sampling(self, fast: bool = False) -> dict[str, int]:
         """NUTS settings: the given ones, else short runs (a demo within a minute on 2 cores)."""
-        base = (
-            {"draws": 100, "tune": 100, "chains": 1}
-            if fast
-            else dict.fromkeys(("draws", "tune"), 300) | {"chains": 2}
-        )
-        return {k: int(getattr(self, k) or v) for k, v in base.items()}
+        base = {"draws": 100, "tune": 100, "chains": 1} if fast else _SAMPLING
+        return {
+            k: int(v if getattr(self, k) is None else getattr(self, k)) for k, v in base.items()
+        }
 
 
 @dataclasses.dataclass(frozen=True)

@@ -94,6 +94,10 @@ def run_fit(
     """
     config = FitConfig() if config is None else config
     _check_config(config)
+    if not isinstance(structure, Mapping):
+        raise TypeError(
+            f"structure must be a mapping child -> [parents], got {type(structure).__name__}"
+        )
     steps = _steps(progress, 2 + (3 if out is not None else 0))
     return _run(
         config,

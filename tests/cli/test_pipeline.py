@@ -100,6 +100,8 @@ def test_bad_arguments_of_run_fit(records):
     train, _ = records
     with pytest.raises(TypeError, match="config must be a FitConfig"):
         run_fit(train, STRUCTURE, {"mechanism": "laplace"}, states=STATES)
+    with pytest.raises(TypeError, match="structure must be a mapping"):
+        run_fit(train, [("cancer", "smoker")], states=STATES)
     with pytest.raises(TypeError, match="progress must be a bool or Steps"):
         run_fit(train, STRUCTURE, states=STATES, progress="yes")
 
@@ -266,3 +268,20 @@ def test_the_python_example_of_the_cli_docs_runs(tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out
     assert re.search(r"ε = \d\.\d+ at δ = 1e-06", out), out
     assert (tmp_path / "smoking-result" / "report.md").is_file()
+
+
+def test_importing_the_command_line_loads_no_heavy_library():
+    """``pymc-rdp --help`` and ``from pymc_rdp.cli import run_fit`` stay quick: PyMC, PyTensor,
+    pandas, matplotlib and rich load only when a run needs them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pymc_rdp.cli, pymc_rdp.cli.main, pymc_rdp.cli.pipeline;"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & "
+        "{'pymc', 'pytensor', 'pandas', 'matplotlib', 'rich'}))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert proc.stdout.strip() == "[]", proc.stdout + proc.stderr
