@@ -42,6 +42,7 @@ import numpy as np
 from pymc_rdp.privacy.accountant import Accountant
 from pymc_rdp.privacy.mechanisms import Mechanism, mechanism_from_dict
 from pymc_rdp.privacy.mechanisms.noise import resolve_noise_source
+from pymc_rdp.privacy.neighbours import NEIGHBOURS, check_neighbours, table_sensitivity
 
 __all__ = [
     "NEIGHBOURS",
@@ -53,27 +54,8 @@ __all__ = [
     "table_sensitivity",
 ]
 
-#: The neighbouring relations understood by the package.
-NEIGHBOURS = ("replace-one", "add-remove")
-
 _FORMAT = "pymc-rdp.release"
 _VERSION = 1
-
-
-def table_sensitivity(neighbours: str) -> dict[str, float]:
-    """Sensitivities of a count table (or batch of tables) under a neighbouring relation.
-
-    Returns
-    -------
-    dict
-        ``{"l1": Δ₁, "l2": Δ₂, "linf": Δ∞}``: (2, √2, 1) for ``"replace-one"``, (1, 1, 1) for
-        ``"add-remove"``.
-    """
-    if neighbours == "replace-one":
-        return {"l1": 2.0, "l2": math.sqrt(2.0), "linf": 1.0}
-    if neighbours == "add-remove":
-        return {"l1": 1.0, "l2": 1.0, "linf": 1.0}
-    raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
 
 
 def check_sensitivity(mechanism: Mechanism, neighbours: str) -> None:
@@ -229,8 +211,7 @@ class Release:
         object.__setattr__(self, "draws", int(self.draws))
         if not isinstance(self.mechanism, Mechanism):
             raise TypeError(f"mechanism must be a Mechanism, got {type(self.mechanism).__name__}")
-        if self.neighbours not in NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {self.neighbours!r}")
+        check_neighbours(self.neighbours)
         if not isinstance(self.tag, str):
             raise TypeError(f"tag must be a string, got {type(self.tag).__name__}")
         object.__setattr__(self, "entry", dict(self.entry))
@@ -392,8 +373,7 @@ def privatize(
         raise TypeError(f"mechanism must be a Mechanism, got {type(mechanism).__name__}")
     if not mechanism.for_counts:
         raise TypeError(mechanism.counts_refusal())
-    if neighbours not in NEIGHBOURS:
-        raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+    check_neighbours(neighbours)
     check_sensitivity(mechanism, neighbours)
     if not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")

@@ -19,30 +19,27 @@ exactly sampled integer noise (the discrete mechanisms, Canonne, Kamath & Steink
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from pymc_rdp._validation import check_positive
-from pymc_rdp.curation.release import table_sensitivity
 from pymc_rdp.privacy import rdp as _rdp
 from pymc_rdp.privacy.accountant import Accountant
+from pymc_rdp.privacy.calibration import largest_target, least_noise
 from pymc_rdp.privacy.mechanisms import (
     DirichletMechanism,
     DiscreteGaussianMechanism,
     DiscreteLaplaceMechanism,
     Mechanism,
 )
-from pymc_rdp.privacy.mechanisms.base import least_noise
+from pymc_rdp.privacy.neighbours import table_sensitivity
 
 __all__ = [
     "MARGIN",
     "TABLE_MECHANISMS",
     "calibrate_tables",
     "check_budget",
-    "log_bisect",
     "make_accountant",
 ]
 
@@ -87,41 +84,6 @@ def make_accountant(
     if order is not None:
         return Accountant.at_order(epsilon, order)
     return Accountant(budget=(epsilon, delta))
-
-
-def log_bisect(feasible: Callable[[float], bool], start: float, feasible_above: bool) -> float:
-    """The boundary of a monotone feasibility region of x > 0, returned on its feasible side.
-
-    ``feasible_above``: feasible for large x (noise scales) or for small x (per-table targets).
-    Brackets the boundary by doubling/halving from ``start``, then bisects in log x to a few ulp.
-    """
-    step = 2.0 if feasible_above else 0.5
-    good = float(start)
-    for _ in range(2100):
-        if feasible(good):
-            break
-        good *= step
-        if good == 0.0 or not math.isfinite(good):
-            raise ValueError("epsilon cannot be met for this delta by the mechanism")
-    else:  # pragma: no cover - defensive
-        raise ValueError("epsilon cannot be met for this delta by the mechanism")
-    bad = good / step
-    for _ in range(2100):
-        if bad == 0.0 or not math.isfinite(bad):
-            return good
-        if not feasible(bad):
-            break
-        good, bad = bad, bad / step
-    for _ in range(200):
-        mid = math.sqrt(good * bad)
-        lo, hi = min(good, bad), max(good, bad)
-        if not lo < mid < hi or hi - lo <= 4 * math.ulp(hi):
-            break
-        if feasible(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
 
 
 def calibrate_tables(
@@ -200,10 +162,8 @@ def calibrate_tables(
         def build(e: float) -> Mechanism:
             return cls.calibrate_table(e, order, need, alpha0=alpha0)
 
-        e_t = log_bisect(lambda e: composed_ok(build(e)), epsilon / n_tables, feasible_above=False)
+        e_t = largest_target(lambda e: composed_ok(build(e)), epsilon / n_tables)
         return build(e_t)
     sens = need[cls.sensitivity_norm]
-    noise = log_bisect(
-        lambda x: composed_ok(cls.with_noise(x, need)), sens / epsilon, feasible_above=True
-    )
+    noise = least_noise(lambda x: composed_ok(cls.with_noise(x, need)), sens / epsilon)
     return cls.with_noise(noise, need)

@@ -46,12 +46,12 @@ The names of variables and dims (``{node}_cpt`` over ``{node}_cell``, the tables
 from __future__ import annotations
 
 import warnings
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from pymc_rdp.bn.structure import config_labels, family_marginal
+from pymc_rdp.bn.structure import cell_labels, family_marginal
 from pymc_rdp.distributions.noise_models import noise_model_of
 
 __all__ = [
@@ -96,17 +96,6 @@ def cpt_name(node: str) -> str:
 def cell_dim(node: str) -> str:
     """The one posterior dim of ``node``'s CPT: its cells, configuration-major."""
     return f"{node}_cell"
-
-
-def cell_labels(
-    node: str, parents: Sequence[str], states: Mapping[str, Sequence[Hashable]]
-) -> list[str]:
-    """Labels of a flattened CPT's cells, ``"parent=a,other=b | node=x"`` (``"node=x"`` for a
-    root), configuration-major as ``table.reshape(-1)``."""
-    names = [f"{node}={s}" for s in states[node]]
-    if not parents:
-        return names
-    return [f"{c} | {k}" for c in config_labels(parents, states) for k in names]
 
 
 def base_model(bn: Any) -> Any:

@@ -39,7 +39,7 @@ from pytensor.tensor.random.utils import normalize_size_param
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
 from pymc_rdp.curation.charge import PlannedRelease, release_plan
-from pymc_rdp.curation.release import NEIGHBOURS, Release, check_count_table, check_sensitivity
+from pymc_rdp.curation.release import Release, check_count_table, check_sensitivity
 from pymc_rdp.distributions.private_nodes import (
     ACCOUNTANT_ATTR,
     LEDGER_ATTR,
@@ -52,6 +52,7 @@ from pymc_rdp.privacy.mechanisms import (
     mechanism_from_dict,
 )
 from pymc_rdp.privacy.mechanisms.noise import resolve_noise_source
+from pymc_rdp.privacy.neighbours import check_neighbours
 
 __all__ = [
     "RELEASES_ATTR",
@@ -259,8 +260,7 @@ class DirichletRelease(Distribution):
             raise TypeError(
                 f"mechanism must be a DirichletMechanism, got {type(mechanism).__name__}"
             )
-        if neighbours not in NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+        check_neighbours(neighbours)
         c = check_count_table(counts, "counts")
         check_sensitivity(mechanism, neighbours)
         rows = 1 if c.ndim == 1 else c.shape[0]

@@ -82,6 +82,7 @@ import pandas as pd
 from pymc_rdp._validation import check_positive
 from pymc_rdp.bn.structure import (
     NetworkStructure,
+    cell_labels,
     config_labels,
     encode_frame,
     forward_sample,
@@ -103,18 +104,18 @@ from pymc_rdp.distributions.bn_models import (
     AUTO_MULTINOMIAL_CELLS,
     CoordsDict,
     cell_dim,
-    cell_labels,
     conjugate_model,
     cpt_name,
     noise_aware_model,
     point_model,
     table_dims,
 )
+from pymc_rdp.privacy.neighbours import check_neighbours
 
 __all__ = ["AUTO_MULTINOMIAL_CELLS", "NAIVE_FLOOR", "BayesianNetwork", "cell_labels"]
 
 _MECHANISMS = (*TABLE_MECHANISMS, "none")
-_NEIGHBOURS = ("replace-one", "add-remove")
+
 _LIKELIHOODS = ("auto", "multinomial", "poissonised")
 #: clipping floor of the naive baseline (Ponnoprat 2023, Sec. 6, Gaussian and Laplace baselines)
 NAIVE_FLOOR = 1e-6
@@ -377,8 +378,7 @@ class BayesianNetwork:
         source = resolve_noise_source(noise_source)
         if mechanism not in _MECHANISMS:
             raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {mechanism!r}")
-        if neighbours not in _NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {_NEIGHBOURS}, got {neighbours!r}")
+        check_neighbours(neighbours)
         if noise_model not in ("per-family", "joint"):
             raise ValueError(f"noise_model must be 'per-family' or 'joint', got {noise_model!r}")
         if margins not in ("free", "network"):

@@ -37,7 +37,6 @@ so the per-row curve with the replace-one sensitivities bounds the table.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,6 +48,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from pymc_rdp._validation import check_positive_scalar, check_scalar
 from pymc_rdp.curation.charge import PlannedRelease, release_plan
 from pymc_rdp.curation.domains import declare_from_data
 from pymc_rdp.curation.feature_domains import fit_categories, fit_classes
@@ -56,11 +56,11 @@ from pymc_rdp.curation.table_budget import TABLE_MECHANISMS, calibrate_tables
 from pymc_rdp.privacy.accountant import Accountant
 from pymc_rdp.privacy.mechanisms import Mechanism
 from pymc_rdp.privacy.mechanisms.noise import UnsafeNoiseSeed, resolve_noise_source
+from pymc_rdp.privacy.neighbours import check_neighbours
 
 __all__ = ["NaiveBayes"]
 
 _MECHANISMS = (*TABLE_MECHANISMS, "none")
-_NEIGHBOURS = ("replace-one", "add-remove")
 _CLIP = 1e-6
 
 
@@ -209,22 +209,21 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
     def _check_params(self) -> None:
         if self.mechanism not in _MECHANISMS:
             raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {self.mechanism!r}")
-        if self.neighbours not in _NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {_NEIGHBOURS}, got {self.neighbours!r}")
-        self._epsilon = _positive_scalar(self.epsilon, "epsilon")
-        order = _scalar(self.order, "order")
+        check_neighbours(self.neighbours)
+        self._epsilon = check_positive_scalar(self.epsilon, "epsilon")
+        order = check_scalar(self.order, "order")
         if not order > 1:
             raise ValueError(f"order must be > 1, got {order!r}")
         self._order = order
         if self.delta is None:
             self._delta = None
         else:
-            delta = _scalar(self.delta, "delta")
+            delta = check_scalar(self.delta, "delta")
             if not 0 < delta < 1:
                 raise ValueError(f"delta must lie in the open interval (0, 1), got {delta!r}")
             self._delta = delta
-        self._alpha0 = _positive_scalar(self.alpha0, "alpha0")
-        self._smoothing = _positive_scalar(self.smoothing, "smoothing")
+        self._alpha0 = check_positive_scalar(self.alpha0, "alpha0")
+        self._smoothing = check_positive_scalar(self.smoothing, "smoothing")
         noise = resolve_noise_source(self.noise_source)
         # a fresh stream per fit, so that fitting never changes the parameter (scikit-learn's
         # convention for seeds) and refits with the same UnsafeNoiseSeed repeat the same noise
@@ -565,22 +564,3 @@ def _eager_to_pandas(X: Any) -> Any:
     if isinstance(frame, nw.DataFrame):
         return frame.to_pandas()
     return X
-
-
-def _scalar(value: Any, name: str) -> float:
-    if isinstance(value, (str, bytes, bool)) or value is None:
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    try:
-        x = float(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a real number, got {value!r}") from exc
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {x!r}")
-    return x
-
-
-def _positive_scalar(value: Any, name: str) -> float:
-    x = _scalar(value, name)
-    if not x > 0:
-        raise ValueError(f"{name} must be > 0, got {x!r}")
-    return x

@@ -68,7 +68,7 @@ def _release_charge(r, alpha, counts, lam):
     with pm.Model() as model:
         D.DirichletRelease("cpt", counts, mech)
     acc = Accountant(orders=np.array([lam]))
-    D.release(model, draws=1, accountant=acc)
+    D.release_dirichlet(model, draws=1, accountant=acc)
     return float(acc.rdp()[0])
 
 
@@ -188,7 +188,7 @@ def test_ledger_entry_recomputes_from_its_parameters() -> None:
     with pm.Model() as model:
         D.DirichletRelease("cpt", np.array([[1, 2], [3, 0]]), mech, tag="t")
     acc = Accountant()
-    D.release(model, draws=3, accountant=acc)
+    D.release_dirichlet(model, draws=3, accountant=acc)
     [entry] = acc.ledger  # one entry for the table, no parallel partitions to merge
     assert entry.mechanism == "dirichlet_table" and entry.group is None
     back = mechanism_from_dict(json.loads(json.dumps(entry.mechanism_dict())))
