@@ -22,6 +22,7 @@ from pymc_rdp.bn.graph import NetworkStructure, parse_structure
 from pymc_rdp.bn.sampling import forward_sample, record_log_likelihood
 from pymc_rdp.bn.tables import (
     ROOT_LABEL,
+    cell_labels,
     config_index,
     config_labels,
     encode_frame,
@@ -33,6 +34,7 @@ from pymc_rdp.bn.tables import (
 __all__ = [
     "ROOT_LABEL",
     "NetworkStructure",
+    "cell_labels",
     "config_index",
     "config_labels",
     "encode_frame",

@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from pymc_rdp.bn.tables import (
+    cell_labels,
     config_index,
     config_labels,
     encode_frame,
@@ -54,6 +55,13 @@ def test_config_index_is_row_major_first_parent_slowest() -> None:
     np.testing.assert_array_equal(idx, np.ravel_multi_index((codes["p"], codes["q"]), (3, 4)))
     np.testing.assert_array_equal(config_index(codes, [], cards, 4), np.zeros(4, dtype=np.int64))
     assert config_labels([], STATES) == ["(none)"]
+    assert cell_labels("c", ["a"], STATES) == [
+        "a=lo | c=no",
+        "a=lo | c=yes",
+        "a=hi | c=no",
+        "a=hi | c=yes",
+    ]
+    assert cell_labels("a", [], STATES) == ["a=lo", "a=hi"]
 
 
 def test_states_encoding_and_frame_checks(toy: pd.DataFrame) -> None:
