@@ -46,7 +46,14 @@ from pymc_rdp._validation import check_count, check_orders
 from pymc_rdp.privacy import ledger_codec
 from pymc_rdp.privacy import rdp as _rdp
 from pymc_rdp.privacy.composition import ComposedCurve, recompose
-from pymc_rdp.privacy.ledger import LedgerEntry, check_key, check_mechanism, check_tag, new_entry
+from pymc_rdp.privacy.ledger import (
+    BatchEntries,
+    Ledger,
+    LedgerEntry,
+    check_key,
+    check_mechanism,
+    check_tag,
+)
 from pymc_rdp.privacy.ledger_report import ledger_report
 from pymc_rdp.privacy.mechanisms.base import Mechanism, mechanism_from_dict, trust_orders
 from pymc_rdp.privacy.spending import Budget, check_delta, check_epsilon, scalar
@@ -70,11 +77,6 @@ def _prepare_orders(orders: Any) -> np.ndarray:
     o = np.unique(o)  # sorted, distinct
     o.flags.writeable = False
     return trust_orders(o)
-
-
-def _rows(entries: Any) -> Iterator[tuple]:
-    """(mechanism, params, count, group, partition) of entries, lazily."""
-    return ((e.mechanism, e.params, e.count, e.group, e.partition) for e in entries)
 
 
 class Accountant:
@@ -121,7 +123,7 @@ class Accountant:
 
     def _reset_state(self) -> None:
         self._curve = ComposedCurve(self._orders.size)
-        self._entries: list[LedgerEntry] = []
+        self._entries = Ledger()
         self._cache: dict[type, dict[Any, np.ndarray]] = {}  # class -> params key -> curve
         self._cache_size = 0
         self._declarations: list[dict[str, Any]] = []
@@ -154,7 +156,7 @@ class Accountant:
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._curve = self._curve.copy()
-        new._entries = list(self._entries)  # entries are frozen: sharing them is safe
+        new._entries = self._entries.copy()
         new._cache = {c: dict(d) for c, d in self._cache.items()}
         new._declarations = [dict(d) for d in self._declarations]
         new._group_keys = set(self._group_keys)
@@ -324,7 +326,7 @@ class Accountant:
         """Whether ``total`` meets the budget; ``pending()`` gives the rows being planned."""
         if self._budget is None:
             return True
-        return self._budget.admits(total, lambda: chain(_rows(self._entries), pending()))
+        return self._budget.admits(total, lambda: chain(self._entries.rows(), pending()))
 
     # ---------------------------------------------------------------- spending
 
@@ -381,7 +383,9 @@ class Accountant:
         if group is not None:
             self._group_keys.add(group)
         entries = self._entries
-        entry = new_entry(tag, mechanism.name, params, count, group, partition, curve, len(entries))
+        entry = LedgerEntry(
+            tag, mechanism.name, params, count, group, partition, curve, len(entries)
+        )
         entries.append(entry)
         return entry
 
@@ -404,7 +408,7 @@ class Accountant:
         tags: Sequence[str | None] | None = None,
         group: Any = None,
         partitions: Sequence[Any] | None = None,
-    ) -> list[LedgerEntry]:
+    ) -> BatchEntries | list[LedgerEntry]:
         """Record many releases at once, all or nothing.
 
         The curves are evaluated vectorised per mechanism class (``Mechanism.batch_rdp``; equal
@@ -426,7 +430,9 @@ class Accountant:
 
         Returns
         -------
-        list of LedgerEntry
+        BatchEntries
+            The new entries, a read-only sequence that behaves as a list of
+            :class:`LedgerEntry` (each built when first read; ``[]`` for an empty batch).
 
         Raises
         ------
@@ -473,15 +479,9 @@ class Accountant:
             self._group_keys.add(group)
         buf.flags.writeable = False
         curves.flags.writeable = False  # a view made before: it keeps its own flag
-        start = len(self._entries)
-        entries = [
-            new_entry(t, m.name, p, c, group, q, curves[i], start + i)
-            for i, (t, m, p, c, q) in enumerate(
-                zip(tag_list, mechs, params, counts, part_list, strict=True)
-            )
-        ]
-        self._entries.extend(entries)
-        return entries
+        return self._entries.append_batch(
+            tag_list, [m.name for m in mechs], params, counts, group, part_list, curves
+        )
 
     def _check_batch(
         self, mechanisms: Any, count: Any, tags: Any, group: Any, partitions: Any
@@ -537,7 +537,7 @@ class Accountant:
             self._group_keys.add(group)
         entries = self._entries
         entries.append(
-            new_entry(tag, mechanism, params, count, group, partition, curve, len(entries))
+            LedgerEntry(tag, mechanism, params, count, group, partition, curve, len(entries))
         )
 
     # ---------------------------------------------------------------- queries
@@ -621,7 +621,7 @@ class Accountant:
         cached = self._accounting_cache
         if cached is not None and cached[0] == key:
             return cached[1]
-        out = ledger_epsilon(_rows(self._entries), rdp_eps, d, method)
+        out = ledger_epsilon(self._entries.rows(), rdp_eps, d, method)
         self._accounting_cache = (key, out)
         return out
 
@@ -630,7 +630,7 @@ class Accountant:
         :mod:`pymc_rdp.privacy.dp_events`)."""
         from pymc_rdp.privacy.dp_events import ledger_to_dp_events
 
-        return ledger_to_dp_events(_rows(self._entries))
+        return ledger_to_dp_events(self._entries.rows())
 
     def epsilon_and_order(self, delta: float | None = None) -> tuple[float, float]:
         """(ε, best order) at ``delta`` (default: the budget's δ)."""

@@ -9,6 +9,8 @@ writes and reads them, the report (:mod:`pymc_rdp.privacy.ledger_report`) shows 
 
 from __future__ import annotations
 
+import bisect
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +18,7 @@ import numpy as np
 
 from pymc_rdp.privacy.mechanisms.base import Mechanism
 
-__all__ = ["LedgerEntry", "check_key", "check_mechanism", "check_tag", "new_entry"]
+__all__ = ["BatchEntries", "Ledger", "LedgerEntry", "check_key", "check_mechanism", "check_tag"]
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -69,40 +71,150 @@ class LedgerEntry:
         return d
 
 
-#: The fields of an entry in order (the positional arguments of :class:`LedgerEntry`).
-ENTRY_FIELDS = ("tag", "mechanism", "params", "count", "group", "partition", "curve", "index")
-_SETTERS = tuple(getattr(LedgerEntry, f).__set__ for f in ENTRY_FIELDS)
+class Ledger(Sequence[LedgerEntry]):
+    """The accountant's entries, oldest first: an append-only sequence of :class:`LedgerEntry`.
 
+    A single spend appends its entry. A batch appends its columns (one list per field, the
+    curves as the rows of one read-only array) and its entries are built when first read, then
+    kept (so an entry read twice is the same object). :meth:`rows` reads what the accounting
+    needs without building entries.
 
-def new_entry(
-    tag: str | None,
-    mechanism: str,
-    params: dict[str, Any],
-    count: int,
-    group: Any,
-    partition: Any,
-    curve: np.ndarray,
-    index: int,
-) -> LedgerEntry:
-    """``LedgerEntry(tag, ..., index)`` without the checks of the frozen ``__init__``.
-
-    The result is an ordinary :class:`LedgerEntry`; nothing is checked (callers pass validated
-    values). Benchmark note: a frozen dataclass's ``__init__`` sets each of the 8 fields through
-    ``object.__setattr__``; filling the slots directly is measured 4× faster (10,000 entries:
-    25 ms against 6 ms of CPU time, Python 3.12), which is half of a 10,000-mechanism
-    ``spend_batch`` (``benchmarks/bench_accountant.py``: about 45 ms in all).
+    Benchmark note: building a frozen dataclass costs about 2 µs (8 fields set through
+    ``object.__setattr__``, and the collector's passes over the new objects); 10,000 of them take
+    20–25 ms of CPU time, as long as the rest of a 10,000-mechanism ``spend_batch``
+    (``benchmarks/bench_accountant.py``: about 30 ms without them), so building them eagerly
+    would cut the batch ratio to dp-accounting from about 40× to about 25×.
     """
-    e = object.__new__(LedgerEntry)
-    s = _SETTERS
-    s[0](e, tag)
-    s[1](e, mechanism)
-    s[2](e, params)
-    s[3](e, count)
-    s[4](e, group)
-    s[5](e, partition)
-    s[6](e, curve)
-    s[7](e, index)
-    return e
+
+    __slots__ = ("_batches", "_items", "_starts")
+
+    def __init__(self) -> None:
+        self._items: list[LedgerEntry | None] = []  # None: a batch row not built yet
+        self._batches: list[_Columns] = []
+        self._starts: list[int] = []  # index of the first row of each batch
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self._items)))]
+        e = self._items[i]
+        if e is None:
+            j = i + len(self._items) if i < 0 else i
+            b = self._batches[bisect.bisect_right(self._starts, j) - 1]
+            e = self._items[j] = b.entry(j)
+        return e
+
+    def __iter__(self) -> Iterator[LedgerEntry]:
+        for i in range(len(self._items)):
+            yield self[i]
+
+    def append(self, entry: LedgerEntry) -> None:
+        """Append one entry (its ``index`` must be ``len(self)``)."""
+        self._items.append(entry)
+
+    def append_batch(
+        self,
+        tags: list[str | None],
+        names: list[str],
+        params: list[dict[str, Any]],
+        counts: list[int],
+        group: Any,
+        partitions: list[Any],
+        curves: np.ndarray,
+    ) -> BatchEntries:
+        """Append the entries of a batch as columns; their entries are built when read."""
+        start = len(self._items)
+        self._batches.append(
+            _Columns(tags, names, params, counts, group, partitions, curves, start)
+        )
+        self._starts.append(start)
+        self._items.extend([None] * len(tags))
+        return BatchEntries(self, start, len(self._items))
+
+    def rows(self) -> Iterator[tuple[str, dict[str, Any], int, Any, Any]]:
+        """(mechanism, params, count, group, partition) of every entry, without building any."""
+        items = self._items
+        for i, e in enumerate(items):
+            if e is not None:
+                yield (e.mechanism, e.params, e.count, e.group, e.partition)
+            else:
+                b = self._batches[bisect.bisect_right(self._starts, i) - 1]
+                k = i - b.start
+                yield (b.names[k], b.params[k], b.counts[k], b.group, b.partitions[k])
+
+    def copy(self) -> Ledger:
+        """An independent ledger with the same entries (entries and columns are immutable)."""
+        new = Ledger()
+        new._items = list(self._items)
+        new._batches = list(self._batches)
+        new._starts = list(self._starts)
+        return new
+
+
+class _Columns:
+    """The fields of the entries of one batch, one list (or array) per field."""
+
+    __slots__ = ("counts", "curves", "group", "names", "params", "partitions", "start", "tags")
+
+    def __init__(
+        self,
+        tags: list[str | None],
+        names: list[str],
+        params: list[dict[str, Any]],
+        counts: list[int],
+        group: Any,
+        partitions: list[Any],
+        curves: np.ndarray,
+        start: int,
+    ) -> None:
+        self.tags, self.names, self.params, self.counts = tags, names, params, counts
+        self.group, self.partitions, self.curves, self.start = group, partitions, curves, start
+
+    def entry(self, index: int) -> LedgerEntry:
+        k = index - self.start
+        return LedgerEntry(
+            self.tags[k],
+            self.names[k],
+            self.params[k],
+            self.counts[k],
+            self.group,
+            self.partitions[k],
+            self.curves[k],
+            index,
+        )
+
+
+class BatchEntries(Sequence[LedgerEntry]):
+    """The entries recorded by one ``spend_batch`` call: a read-only sequence on the ledger.
+
+    It behaves as a list of :class:`LedgerEntry` (indexing, slicing, iteration, ``len``, and
+    equality with a list); each entry is built when first read and is the same object as the
+    ledger's.
+    """
+
+    __slots__ = ("_ledger", "_start", "_stop")
+
+    def __init__(self, ledger: Ledger, start: int, stop: int) -> None:
+        self._ledger, self._start, self._stop = ledger, start, stop
+
+    def __len__(self) -> int:
+        return self._stop - self._start
+
+    def __getitem__(self, i: Any) -> Any:
+        r = range(self._start, self._stop)[i]
+        return [self._ledger[j] for j in r] if isinstance(r, range) else self._ledger[r]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, BatchEntries)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
 
 
 def check_key(value: Any, name: str) -> Any:

@@ -117,7 +117,7 @@ def ledger_report(acc: Accountant, delta: float | None = None, max_rows: int = 5
     for d in acc._declarations:
         title = "OUTSIDE THE GUARANTEE" if d["outside_guarantee"] else "declared public"
         lines.append(f"{title} ({d['kind']}): {d['detail']}")
-    custom = [e.index for e in entries if e.mechanism == CustomCurve.name]
+    custom = [i for i, r in enumerate(entries.rows()) if r[0] == CustomCurve.name]
     if custom:
         shown = ", ".join(map(str, custom[:10])) + (" ..." if len(custom) > 10 else "")
         lines.append(
