@@ -46,10 +46,13 @@ from pymc_rdp._validation import check_count, check_orders
 from pymc_rdp.privacy import ledger_codec
 from pymc_rdp.privacy import rdp as _rdp
 from pymc_rdp.privacy.composition import ComposedCurve, recompose
+from pymc_rdp.privacy.entry_curves import CurveCache, batch_curves
 from pymc_rdp.privacy.ledger import (
     BatchEntries,
+    GroupKeys,
     Ledger,
     LedgerEntry,
+    check_batch,
     check_key,
     check_mechanism,
     check_tag,
@@ -59,8 +62,6 @@ from pymc_rdp.privacy.mechanisms.base import Mechanism, mechanism_from_dict, tru
 from pymc_rdp.privacy.spending import Budget, check_delta, check_epsilon, scalar
 
 __all__ = ["Accountant", "BudgetExceededError", "LedgerEntry"]
-
-_CACHE_SIZE = 4096  # curves kept for repeated mechanisms
 
 
 class BudgetExceededError(ValueError):
@@ -124,12 +125,9 @@ class Accountant:
     def _reset_state(self) -> None:
         self._curve = ComposedCurve(self._orders.size)
         self._entries = Ledger()
-        self._cache: dict[type, dict[Any, np.ndarray]] = {}  # class -> params key -> curve
-        self._cache_size = 0
+        self._curves = CurveCache(self._orders)
         self._declarations: list[dict[str, Any]] = []
-        self._group_keys: set[Any] = set()  # every group key an entry was recorded under
-        self._issued: set[str] = set()  # keys handed out by new_group
-        self._closed: dict[Any, None] = {}  # closed groups, in closing order
+        self._groups = GroupKeys()
         self._chain: tuple[int, bytes] | None = None  # (entries hashed, link after them)
         self._verification: dict[str, Any] | None = None  # how a loaded ledger was checked
         self._accounting_cache: tuple | None = None
@@ -157,11 +155,9 @@ class Accountant:
         new.__dict__.update(self.__dict__)
         new._curve = self._curve.copy()
         new._entries = self._entries.copy()
-        new._cache = {c: dict(d) for c, d in self._cache.items()}
+        new._curves = self._curves.copy()
         new._declarations = [dict(d) for d in self._declarations]
-        new._group_keys = set(self._group_keys)
-        new._issued = set(self._issued)
-        new._closed = dict(self._closed)
+        new._groups = self._groups.copy()
         new._verification = None if self._verification is None else dict(self._verification)
         return new
 
@@ -186,26 +182,14 @@ class Accountant:
         -------
         str
         """
-        if not isinstance(label, str) or not label:
-            raise TypeError(f"label must be a non-empty str, got {label!r}")
-        n = len(self._issued)
-        while True:
-            key = f"{label}#{n}"
-            if key not in self._issued and key not in self._group_keys and key not in self._closed:
-                break
-            n += 1
-        self._issued.add(key)
-        return key
+        return self._groups.new(label)
 
     def close_group(self, group: Any) -> None:
         """Mark a group complete: any later spend into it raises ValueError.
 
         Closed groups travel in the ledger JSON, so they stay closed after a reload.
         """
-        group = check_key(group, "group")
-        if group is None:
-            raise ValueError("group must not be None")
-        self._closed[group] = None
+        self._groups.close(group)
 
     @contextlib.contextmanager
     def parallel(self, label: str = "group") -> Iterator[str]:
@@ -219,26 +203,12 @@ class Accountant:
         try:
             yield key
         finally:
-            self._closed[key] = None
+            self._groups.close(key)
 
     @property
     def closed_groups(self) -> tuple[Any, ...]:
         """The closed group keys, in closing order."""
-        return tuple(self._closed)
-
-    def _refuse_closed(self, group: Any) -> None:
-        raise ValueError(
-            f"group {group!r} is closed: its release is complete, and partitions of a later "
-            "release would merge with it (take a fresh key from Accountant.new_group or "
-            "Accountant.parallel)"
-        )
-
-    def _refuse_closed(self, group: Any) -> None:
-        raise ValueError(
-            f"group {group!r} is closed: its release is complete, and partitions of a later "
-            "release would merge with it (take a fresh key from Accountant.new_group or "
-            "Accountant.parallel)"
-        )
+        return tuple(self._groups.closed)
 
     @property
     def orders(self) -> np.ndarray:
@@ -265,61 +235,13 @@ class Accountant:
     def __len__(self) -> int:
         return len(self._entries)
 
-    # ---------------------------------------------------------------- curves
-
-    def _curve_of(self, mechanism: Mechanism, count: int, params: Any = None) -> np.ndarray:
-        """``count`` times the mechanism's curve on the orders, read-only (maybe shared)."""
-        # Curves are determined by the class and params(): reuse them for repeated mechanisms.
-        # One dictionary per class, keyed by the flat tuple (names..., values...) when it is
-        # hashable (floats, ints, strings), else by repr(params) (lists, nested values). A flat
-        # tuple of atoms is dropped from the garbage collector's lists at its first pass, so a
-        # long ledger does not make full collections more frequent.
-        if params is None:
-            params = mechanism.params()
-        per_class = self._cache.get(mechanism.__class__)
-        if per_class is None:
-            per_class = self._cache[mechanism.__class__] = {}
-        try:
-            key: Any = (*params, *params.values())
-            curve = per_class.get(key)
-        except TypeError:
-            key = repr(params)
-            curve = per_class.get(key)
-        if curve is None:
-            curve = self._fresh_curve(mechanism)
-            if self._cache_size >= _CACHE_SIZE:
-                for d in self._cache.values():  # dropping the oldest key is O(size) in a dict
-                    d.clear()
-                self._cache_size = 0
-            per_class[key] = curve
-            self._cache_size += 1
-        if count == 1:
-            return curve  # read-only: safe to share with the cache and the ledger
-        curve = curve * count
-        curve.flags.writeable = False
-        return curve
-
-    def _fresh_curve(self, mechanism: Mechanism) -> np.ndarray:
-        # a copy: the mechanism may keep (and later change) the array it returns
-        curve = np.array(mechanism.rdp(self._orders), dtype=np.float64)
-        if curve.shape != self._orders.shape:
-            raise ValueError(
-                f"mechanism.rdp(orders) returned shape {curve.shape}, expected "
-                f"{self._orders.shape}: a mechanism holding several settings must be spent one "
-                "setting at a time (or through spend_batch)"
-            )
-        if not curve.min() >= 0:  # also catches NaN (every comparison with NaN is False)
-            raise ValueError(f"mechanism {mechanism!r} returned an invalid RDP curve")
-        curve.flags.writeable = False
-        return curve
-
     def _check_group_partition(self, group: Any, partition: Any) -> tuple[Any, Any]:
         group = check_key(group, "group")
         partition = check_key(partition, "partition")
         if partition is not None and group is None:
             raise ValueError("partition needs a group: parallel composition is within a group")
-        if group is not None and group in self._closed:
-            self._refuse_closed(group)
+        if group is not None:
+            self._groups.check_open(group)
         return group, partition
 
     def _admits(self, total: np.ndarray, pending: Any) -> bool:
@@ -371,7 +293,7 @@ class Accountant:
         if group is not None or partition is not None:
             group, partition = self._check_group_partition(group, partition)
         params = mechanism.params()
-        curve = self._curve_of(mechanism, count, params)
+        curve = self._curves.curve(mechanism, count, params)
         plan = self._curve.plan(curve, group, partition)
         if self._budget is not None and not self._admits(
             plan[-1], lambda: [(mechanism.name, params, count, group, partition)]
@@ -381,7 +303,7 @@ class Accountant:
             )
         self._curve.commit(plan)
         if group is not None:
-            self._group_keys.add(group)
+            self._groups.used.add(group)
         entries = self._entries
         entry = LedgerEntry(
             tag, mechanism.name, params, count, group, partition, curve, len(entries)
@@ -396,7 +318,7 @@ class Accountant:
         mechanism = check_mechanism(mechanism)
         count = check_count(count, "count")
         group, partition = self._check_group_partition(group, partition)
-        plan = self._curve.plan(self._curve_of(mechanism, count), group, partition)
+        plan = self._curve.plan(self._curves.curve(mechanism, count), group, partition)
         return self._admits(
             plan[-1], lambda: [(mechanism.name, mechanism.params(), count, group, partition)]
         )
@@ -439,29 +361,17 @@ class Accountant:
         BudgetExceededError
             If the batch as a whole would exceed the budget; nothing is recorded.
         """
-        mechs, counts, tag_list, group, part_list = self._check_batch(
+        mechs, counts, tag_list, group, part_list = check_batch(
             mechanisms, count, tags, group, partitions
         )
+        if group is not None:
+            self._groups.check_open(group)
         n = len(mechs)
         if n == 0:
             return []
-        # the curves, vectorised per class, in rows 1.. of one buffer (row 0: the running sum)
-        k = self._orders.size
-        buf = np.empty((n + 1, k))
+        # the curves in rows 1.. of one buffer (row 0: scratch for the running sum)
+        buf = batch_curves(mechs, counts, self._orders)
         curves = buf[1:]
-        for cls, where in _by_class(mechs):
-            members = mechs if where is None else [mechs[i] for i in where]
-            block = np.asarray(cls.batch_rdp(members, self._orders), np.float64)
-            if block.shape != (len(members), k):
-                raise ValueError(f"{cls.__name__}.batch_rdp returned shape {block.shape}")
-            if not block.min() >= 0:  # also catches NaN
-                raise ValueError("a mechanism of the batch returned an invalid RDP curve")
-            if where is None:
-                curves[:] = block
-            else:
-                curves[where] = block  # integer rows: faster than a boolean mask
-        if any(c != 1 for c in counts):
-            curves *= np.asarray(counts, dtype=np.float64)[:, None]
         params = [m.params() for m in mechs]
         plan = self._curve.plan_batch(buf, group, None if partitions is None else part_list)
         if self._budget is not None and not self._admits(
@@ -476,50 +386,12 @@ class Accountant:
             )
         self._curve.commit(plan)
         if group is not None:
-            self._group_keys.add(group)
+            self._groups.used.add(group)
         buf.flags.writeable = False
         curves.flags.writeable = False  # a view made before: it keeps its own flag
         return self._entries.append_batch(
             tag_list, [m.name for m in mechs], params, counts, group, part_list, curves
         )
-
-    def _check_batch(
-        self, mechanisms: Any, count: Any, tags: Any, group: Any, partitions: Any
-    ) -> tuple[list[Mechanism], list[int], list[str | None], Any, list[Any]]:
-        """The checked arguments of :meth:`spend_batch`, as lists of one item per mechanism."""
-        if isinstance(mechanisms, Mechanism) or not isinstance(mechanisms, Sequence):
-            raise TypeError("mechanisms must be a sequence of Mechanism instances")
-        mechs = list(mechanisms)
-        n = len(mechs)
-        # one isinstance test per distinct class; the message names the first bad item
-        member = {m.__class__: m for m in mechs}
-        if not all(isinstance(m, Mechanism) for m in member.values()):
-            i = next(i for i, m in enumerate(mechs) if not isinstance(m, Mechanism))
-            check_mechanism(mechs[i], f"mechanisms[{i}]")
-        if isinstance(count, (Sequence, np.ndarray)) and np.ndim(count) > 0:
-            if len(count) != n:
-                raise ValueError(f"count must have one value per mechanism ({n}), got {len(count)}")
-            counts = [check_count(c, "count") for c in count]
-        else:
-            counts = [check_count(count, "count")] * n
-        if tags is None:
-            tag_list: list[str | None] = [None] * n
-        else:
-            if isinstance(tags, (str, bytes)) or len(tags) != n:
-                raise ValueError(f"tags must be a sequence of one tag per mechanism ({n})")
-            tag_list = [check_tag(t, "tags") for t in tags]
-        group = check_key(group, "group")
-        if group is not None and group in self._closed:
-            self._refuse_closed(group)
-        if partitions is None:
-            part_list: list[Any] = [None] * n
-        else:
-            if isinstance(partitions, (str, bytes)) or len(partitions) != n:
-                raise ValueError(f"partitions must have one key per mechanism ({n})")
-            if group is None:
-                raise ValueError("partitions need a group: parallel composition is within a group")
-            part_list = [check_key(p, "partitions") for p in partitions]
-        return mechs, counts, tag_list, group, part_list
 
     def _restore(
         self,
@@ -534,7 +406,7 @@ class Accountant:
         """Append a verified entry read from a ledger file (no budget check)."""
         self._curve.commit(self._curve.plan(curve, group, partition))
         if group is not None:
-            self._group_keys.add(group)
+            self._groups.used.add(group)
         entries = self._entries
         entries.append(
             LedgerEntry(tag, mechanism, params, count, group, partition, curve, len(entries))
@@ -730,14 +602,11 @@ class Accountant:
     def digest(self) -> str:
         """The SHA-256 hash chain over the whole ledger, as 64 hexadecimal digits.
 
-        The chain starts from the orders and the budget; each entry extends it,
-        link_i = SHA-256(link_{i−1} ‖ canonical JSON of entry i); the digest is
-        SHA-256(link_n ‖ canonical JSON of the declarations and closed groups). Every field of
-        an entry (``LedgerEntry.to_dict(curve=False)``) is covered but its curve, which is not data
-        but a function of the mechanism, its parameters, the count and the orders — all
-        covered — and is recomputed on load. Publish the digest with the results: a ledger
-        that lost, gained, reordered or changed an entry no longer matches it
-        (``Accountant.from_json(s, expected_digest=...)``).
+        Every field of every entry but its curve (a function of the mechanism, its parameters,
+        the count and the orders, all covered, recomputed on load), the orders, the budget, the
+        declarations and the closed groups are covered (:mod:`pymc_rdp.privacy.ledger_codec`).
+        Publish the digest with the results: a ledger that lost, gained, reordered or changed an
+        entry no longer matches it (``Accountant.from_json(s, expected_digest=...)``).
 
         The chain is computed at the first call and extended incrementally (spends do not
         hash anything).
@@ -769,27 +638,12 @@ class Accountant:
     ) -> Accountant:
         """Rebuild an accountant from :meth:`to_json`, verifying what it can.
 
-        Every entry's curve is recomputed from its mechanism (:func:`mechanism_from_dict` on
-        the stored name and parameters, times the count, on the ledger's orders) and compared
-        with the stored one: at every order both must be infinite, or differ by at most
-        1e-9 relative (plus 1e-15 absolute), the rounding by which honest evaluations of a
-        curve can differ (vectorised versus scalar formulas, library versions). A stored curve
-        that is negative, NaN or further from its recomputation means the ledger was edited:
-        ValueError. Within the tolerance the stored curve is kept, so that the rebuilt
-        accountant composes exactly as the one that wrote the ledger (and admitted its
-        spends). Curves of :class:`~pymc_rdp.privacy.mechanisms.CustomCurve` entries are the
-        caller's
-        own statement: they are recomputed from their stored orders and values like any other,
-        accepted when non-negative, and flagged in :meth:`report` (nothing can check the
-        analysis behind them).
-
-        A version-2 ledger carries its hash chain: the digest recomputed from the entries,
-        declarations, budget and orders must equal the stored one (an entry dropped, reordered
-        or edited without recomputing the chain is refused). Since anyone can recompute an
-        unkeyed chain, pass ``expected_digest`` (the digest published with the results) or
-        ``key`` (the signature key) to detect a consistent rewrite too. Version-1 ledgers
-        (no chain) are loaded with their curves recomputed and are reported as unchained and
-        unsigned; ``expected_digest`` applies to them as well.
+        Every entry's curve is recomputed from its mechanism and compared with the stored one
+        (to 1e-9 relative: rounding only; within it the stored curve is kept, so the rebuilt
+        accountant composes exactly as the one that wrote the ledger); a version-2 ledger must
+        match its own hash chain; ``expected_digest`` and ``key`` also detect a consistent
+        rewrite. Custom curves are accepted when non-negative and flagged in :meth:`report`.
+        Details: :func:`pymc_rdp.privacy.ledger_codec.accountant_from_json`.
 
         No budget check is repeated.
 
@@ -821,15 +675,3 @@ class Accountant:
         curves).
         """
         return None if self._verification is None else dict(self._verification)
-
-
-def _by_class(mechs: list[Mechanism]) -> list[tuple[type, np.ndarray | None]]:
-    """(class, rows of its members) per distinct class, in order of first appearance; rows is
-    None when every mechanism is of one class."""
-    classes = [m.__class__ for m in mechs]
-    distinct = list(dict.fromkeys(classes))
-    if len(distinct) == 1:
-        return [(distinct[0], None)]
-    code = {c: j for j, c in enumerate(distinct)}
-    codes = np.fromiter(map(code.__getitem__, classes), np.intp, len(classes))
-    return [(c, np.flatnonzero(codes == j)) for j, c in enumerate(distinct)]

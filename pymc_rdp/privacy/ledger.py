@@ -16,9 +16,19 @@ from typing import Any
 
 import numpy as np
 
+from pymc_rdp._validation import check_count
 from pymc_rdp.privacy.mechanisms.base import Mechanism
 
-__all__ = ["BatchEntries", "Ledger", "LedgerEntry", "check_key", "check_mechanism", "check_tag"]
+__all__ = [
+    "BatchEntries",
+    "GroupKeys",
+    "Ledger",
+    "LedgerEntry",
+    "check_batch",
+    "check_key",
+    "check_mechanism",
+    "check_tag",
+]
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -217,6 +227,57 @@ class BatchEntries(Sequence[LedgerEntry]):
         return repr(list(self))
 
 
+class GroupKeys:
+    """The parallel-group keys of a ledger: handed out, used by entries, and closed.
+
+    A group holds the partitions of *one* release (partitions of two releases under one key
+    would merge): :meth:`new` hands out a key that no entry, closed group or earlier call used,
+    and a closed group refuses further spends (:meth:`check_open`).
+    """
+
+    __slots__ = ("closed", "issued", "used")
+
+    def __init__(self) -> None:
+        self.issued: set[str] = set()  # keys handed out by new()
+        self.used: set[Any] = set()  # every group key an entry was recorded under
+        self.closed: dict[Any, None] = {}  # closed groups, in closing order
+
+    def copy(self) -> GroupKeys:
+        """An independent copy."""
+        new = GroupKeys()
+        new.issued, new.used, new.closed = set(self.issued), set(self.used), dict(self.closed)
+        return new
+
+    def new(self, label: str) -> str:
+        """``f"{label}#{n}"`` for the first ``n`` that no entry, closed group or call used."""
+        if not isinstance(label, str) or not label:
+            raise TypeError(f"label must be a non-empty str, got {label!r}")
+        n = len(self.issued)
+        while True:
+            key = f"{label}#{n}"
+            if key not in self.issued and key not in self.used and key not in self.closed:
+                break
+            n += 1
+        self.issued.add(key)
+        return key
+
+    def close(self, group: Any) -> None:
+        """Close ``group`` (a key, not None)."""
+        group = check_key(group, "group")
+        if group is None:
+            raise ValueError("group must not be None")
+        self.closed[group] = None
+
+    def check_open(self, group: Any) -> None:
+        """ValueError if ``group`` is closed."""
+        if group in self.closed:
+            raise ValueError(
+                f"group {group!r} is closed: its release is complete, and partitions of a "
+                "later release would merge with it (take a fresh key from "
+                "Accountant.new_group or Accountant.parallel)"
+            )
+
+
 def check_key(value: Any, name: str) -> Any:
     """A group or partition key: None, str, int, or a (nested) tuple of those."""
     if value is None or isinstance(value, str):
@@ -240,3 +301,44 @@ def check_mechanism(mechanism: Any, name: str = "mechanism") -> Mechanism:
     if not isinstance(mechanism, Mechanism):
         raise TypeError(f"{name} must be a Mechanism instance, got {type(mechanism)!r}")
     return mechanism
+
+
+def check_batch(
+    mechanisms: Any, count: Any, tags: Any, group: Any, partitions: Any
+) -> tuple[list[Mechanism], list[int], list[str | None], Any, list[Any]]:
+    """The checked arguments of ``Accountant.spend_batch``: lists of one item per mechanism.
+
+    Returns ``(mechanisms, counts, tags, group, partitions)``; the group is not checked against
+    the accountant's closed groups here.
+    """
+    if isinstance(mechanisms, Mechanism) or not isinstance(mechanisms, Sequence):
+        raise TypeError("mechanisms must be a sequence of Mechanism instances")
+    mechs = list(mechanisms)
+    n = len(mechs)
+    # one isinstance test per distinct class; the message names the first bad item
+    member = {m.__class__: m for m in mechs}
+    if not all(isinstance(m, Mechanism) for m in member.values()):
+        i = next(i for i, m in enumerate(mechs) if not isinstance(m, Mechanism))
+        check_mechanism(mechs[i], f"mechanisms[{i}]")
+    if isinstance(count, (Sequence, np.ndarray)) and np.ndim(count) > 0:
+        if len(count) != n:
+            raise ValueError(f"count must have one value per mechanism ({n}), got {len(count)}")
+        counts = [check_count(c, "count") for c in count]
+    else:
+        counts = [check_count(count, "count")] * n
+    if tags is None:
+        tag_list: list[str | None] = [None] * n
+    else:
+        if isinstance(tags, (str, bytes)) or len(tags) != n:
+            raise ValueError(f"tags must be a sequence of one tag per mechanism ({n})")
+        tag_list = [check_tag(t, "tags") for t in tags]
+    group = check_key(group, "group")
+    if partitions is None:
+        part_list: list[Any] = [None] * n
+    else:
+        if isinstance(partitions, (str, bytes)) or len(partitions) != n:
+            raise ValueError(f"partitions must have one key per mechanism ({n})")
+        if group is None:
+            raise ValueError("partitions need a group: parallel composition is within a group")
+        part_list = [check_key(p, "partitions") for p in partitions]
+    return mechs, counts, tag_list, group, part_list

@@ -119,7 +119,7 @@ def chain_link(acc: Accountant) -> bytes:
 
 def digest(acc: Accountant) -> str:
     """The SHA-256 hash chain over the whole ledger, 64 hexadecimal digits (module notes)."""
-    tail = {"closed_groups": list(acc._closed), "declarations": acc._declarations}
+    tail = {"closed_groups": list(acc._groups.closed), "declarations": acc._declarations}
     return hashlib.sha256(chain_link(acc) + canonical(tail)).hexdigest()
 
 
@@ -160,7 +160,7 @@ def accountant_to_json(acc: Accountant, key: bytes | str | None = None) -> str:
         "budget": acc._budget_doc(),
         "entries": [e.to_dict() for e in acc._entries],
         "declarations": acc._declarations,
-        "closed_groups": list(acc._closed),
+        "closed_groups": list(acc._groups.closed),
         "chain": {"algorithm": "sha256", "digest": d},
     }
     # which bound the ε of the ledger is by (informational; not read back)
@@ -182,7 +182,32 @@ def accountant_from_json(
     expected_digest: str | None = None,
     key: bytes | str | None = None,
 ) -> Accountant:
-    """Rebuild and verify an accountant (see :meth:`Accountant.from_json`)."""
+    """Rebuild and verify an accountant (:meth:`Accountant.from_json`).
+
+    Every entry's curve is recomputed from its mechanism (:func:`mechanism_from_dict` on
+    the stored name and parameters, times the count, on the ledger's orders) and compared
+    with the stored one: at every order both must be infinite, or differ by at most
+    1e-9 relative (plus 1e-15 absolute), the rounding by which honest evaluations of a
+    curve can differ (vectorised versus scalar formulas, library versions). A stored curve
+    that is negative, NaN or further from its recomputation means the ledger was edited:
+    ValueError. Within the tolerance the stored curve is kept, so that the rebuilt
+    accountant composes exactly as the one that wrote the ledger (and admitted its
+    spends). Curves of :class:`~pymc_rdp.privacy.mechanisms.CustomCurve` entries are the
+    caller's
+    own statement: they are recomputed from their stored orders and values like any other,
+    accepted when non-negative, and flagged in :meth:`Accountant.report` (nothing can check the
+    analysis behind them).
+
+    A version-2 ledger carries its hash chain: the digest recomputed from the entries,
+    declarations, budget and orders must equal the stored one (an entry dropped, reordered
+    or edited without recomputing the chain is refused). Since anyone can recompute an
+    unkeyed chain, pass ``expected_digest`` (the digest published with the results) or
+    ``key`` (the signature key) to detect a consistent rewrite too. Version-1 ledgers
+    (no chain) are loaded with their curves recomputed and are reported as unchained and
+    unsigned; ``expected_digest`` applies to them as well.
+
+    No budget check is repeated.
+    """
     if not isinstance(s, (str, bytes)):
         raise TypeError(f"s must be a JSON string, got {type(s)!r}")
     if expected_digest is not None:
