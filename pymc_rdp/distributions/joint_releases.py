@@ -32,8 +32,8 @@ from pymc_rdp.bn.graph import NetworkStructure
 from pymc_rdp.distributions.dirichlet_release import RefuseForwardDraw
 from pymc_rdp.distributions.joint_layout import FamilyLayout, family_layout
 from pymc_rdp.distributions.joint_moments import family_moments
-from pymc_rdp.distributions.private_nodes import PrivateRandomVariable
 from pymc_rdp.distributions.mvnormal_chol import mvnormal_logp_chol
+from pymc_rdp.distributions.private_nodes import PrivateRandomVariable
 
 __all__ = ["JointReleases", "JointReleasesRV", "joint_noisy_counts_logp"]
 
