@@ -225,7 +225,8 @@ def sample(
             if op.private_record().get("kind") == "dirichlet_release":
                 raise ValueError(
                     f"model has a free DirichletRelease {rv.name!r}: its draws must be exact and "
-                    "charged, use pymc_rdp.release_dirichlet(model, draws=..., accountant=...) instead"
+                    "charged, use pymc_rdp.release_dirichlet(model, draws=..., accountant=...) "
+                    "instead"
                 )
     if accountant is not None and not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
