@@ -1,4 +1,5 @@
-"""Collapsed moves of the data-augmentation sampler that scan the rows of the family tables.
+"""Collapsed moves of the data-augmentation sampler: row-scanning block moves and heat-bath
+updates of single attributes.
 
 The state and the log target are those of :mod:`pymc_rdp.distributions._augmentation_kernels`
 (latent records ``x``, their family tables ``cell_n``/``row_n``, the Bayesian-Dirichlet score
@@ -16,17 +17,24 @@ uncertain, barely move. The moves here visit every non-empty row of ``v`` in tur
 
 Exactness
 ---------
-For a fixed row ``c`` the proposal picks one record uniformly among the row's ``n_c`` records
-(state ``k₁``, cell count ``n₁``), another state ``k₂`` uniformly, ``m`` uniformly in
-``1..min(M, n₁)`` and ``m − 1`` companions uniformly among the other ``n₁ − 1`` records of the
-cell. The set ``S`` of moved records then has probability
-``m / (n_c (K − 1) min(M, n₁) C(n₁ − 1, m − 1))``, and the reverse move (which stays in row
-``c``: a node's state is not one of its own parents) has the same form with ``n₁ → n₂ + m``.
-``n_c`` cancels, so the Hastings ratio is the one of
-:func:`pymc_rdp.distributions._augmentation_kernels.block_moves`:
-``C(n₁ − 1, m − 1) min(M, n₁) / (C(n₂ + m − 1, m − 1) min(M, n₂ + m))``. Each row's update is
-a Metropolis–Hastings kernel that leaves the target invariant; a scan over rows is their
-composition (Tierney 1994, "Markov chains for exploring posterior distributions").
+In row ``c`` (``e`` non-empty cells) the proposal draws the source state ``k₁`` uniformly among
+the non-empty cells (count ``n₁``), another state ``k₂`` uniformly among the other ``K − 1``
+(count ``n₂``), ``m`` uniformly in ``1..min(M, n₁)`` and a uniform ``m``-subset ``S`` of the
+cell's records. The reverse move stays in row ``c`` (a node's state is not one of its own
+parents) and draws the same ``S`` from cell ``k₂`` (``n₂ + m`` records) with the number of
+non-empty cells after the move, ``e' = e − [m = n₁] + [n₂ = 0]``. The Hastings ratio is
+
+.. math:: \frac{q(\text{reverse})}{q(\text{forward})} = \frac{e\, \min(M, n_1)\,
+          \binom{n_1}{m}}{e'\, \min(M, n_2 + m)\, \binom{n_2 + m}{m}}.
+
+Each row's update is a Metropolis–Hastings kernel that leaves the target invariant; a scan over
+rows is their composition (Tierney 1994, "Markov chains for exploring posterior
+distributions").
+
+Heat-bath updates
+-----------------
+:func:`gibbs_sweep` draws each record's state at each node from its full conditional under the
+collapsed target; only the node's family and its children's families enter it.
 """
 
 # ruff: noqa: NPY002
