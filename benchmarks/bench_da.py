@@ -6,7 +6,8 @@ tables by ``BayesianNetwork.fit``), ``N`` records (default: all 32,561). The exa
 sampled by :class:`pymc_rdp.distributions.data_augmentation.DataAugmentation` with each move
 schedule given; reported: wall and CPU time including numba compilation (``--cold`` compiles
 into a fresh cache directory), acceptance rates, and the minimum bulk ESS over the CPT entries
-of rows that hold at least 20 records (row sizes of the confidential data, known to the benchmark only).
+of rows that hold at least 20 records (row sizes of the confidential data, known to the
+benchmark only).
 
 ``--network alarm --n 10000`` instead compares the minimum ESS per second (all CPT entries of rows
 with ≥ 20 records) with NUTS on the non-private Dirichlet–multinomial model in the same process.
