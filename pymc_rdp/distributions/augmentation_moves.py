@@ -24,8 +24,8 @@ cell's records. The reverse move stays in row ``c`` (a node's state is not one o
 parents) and draws the same ``S`` from cell ``k₂`` (``n₂ + m`` records) with the number of
 non-empty cells after the move, ``e' = e − [m = n₁] + [n₂ = 0]``. The Hastings ratio is
 
-.. math:: \frac{q(\text{reverse})}{q(\text{forward})} = \frac{e\, \min(M, n_1)\,
-          \binom{n_1}{m}}{e'\, \min(M, n_2 + m)\, \binom{n_2 + m}{m}}.
+.. math:: \\frac{q(\\text{reverse})}{q(\\text{forward})} = \\frac{e\\, \\min(M, n_1)\\,
+          \\binom{n_1}{m}}{e'\\, \\min(M, n_2 + m)\\, \\binom{n_2 + m}{m}}.
 
 Each row's update is a Metropolis–Hastings kernel that leaves the target invariant; a scan over
 rows is their composition (Tierney 1994, "Markov chains for exploring posterior
