@@ -75,18 +75,24 @@ __all__ = [
 ]
 
 
+#: functions of this package whose names are also old module paths
+#: (``pymc_rdp.distributions.ledger`` is now :mod:`.private_nodes`,
+#: ``pymc_rdp.distributions.release`` is :mod:`pymc_rdp.curation.release`): importing an old path
+#: must not replace the function
+_SHADOWED = frozenset({"ledger", "release"})
+
+
 class _Package(types.ModuleType):
-    """Keeps ``pymc_rdp.distributions.ledger`` the function when the old module path
-    ``pymc_rdp.distributions.ledger`` (now :mod:`.private_nodes`) is imported."""
+    """Keeps the functions named in ``_SHADOWED`` when their old module paths are imported."""
 
     def __setattr__(self, name: str, value: object) -> None:
-        if name == "ledger" and isinstance(value, types.ModuleType):
+        if name in _SHADOWED and isinstance(value, types.ModuleType):
             return
         super().__setattr__(name, value)
 
     def __delattr__(self, name: str) -> None:
-        if name == "ledger" and not isinstance(vars(self).get(name), types.ModuleType):
-            return  # the function stays (only the old module alias could be forgotten)
+        if name in _SHADOWED and not isinstance(vars(self).get(name), types.ModuleType):
+            return  # the function stays (only an old module alias could be forgotten)
         super().__delattr__(name)
 
 
