@@ -37,7 +37,7 @@ MOVED: dict[str, str] = {
 }
 
 
-#: old paths that stay first-class (no warning): ``pmr.rdp`` is the documented RDP calculus namespace
+#: old paths that stay first-class (no warning): ``pmr.rdp`` is the RDP calculus namespace
 STABLE: frozenset[str] = frozenset({"pymc_rdp.rdp"})
 
 

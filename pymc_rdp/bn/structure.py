@@ -28,6 +28,7 @@ import pandas as pd
 
 __all__ = [
     "NetworkStructure",
+    "cell_labels",
     "config_labels",
     "encode_frame",
     "family_marginal",
@@ -327,6 +328,17 @@ def config_labels(parents: Sequence[str], states: Mapping[str, Sequence[Hashable
         ",".join(f"{p}={s}" for p, s in zip(parents, combo, strict=True))
         for combo in itertools.product(*(states[p] for p in parents))
     ]
+
+
+def cell_labels(
+    node: str, parents: Sequence[str], states: Mapping[str, Sequence[Hashable]]
+) -> list[str]:
+    """Labels of a flattened CPT's cells, ``"parent=a,other=b | node=x"`` (``"node=x"`` for a
+    root), configuration-major as ``table.reshape(-1)``."""
+    names = [f"{node}={s}" for s in states[node]]
+    if not parents:
+        return names
+    return [f"{c} | {k}" for c in config_labels(parents, states) for k in names]
 
 
 def family_marginal(

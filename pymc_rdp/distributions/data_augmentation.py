@@ -580,7 +580,7 @@ class DataAugmentation(AugmentationStep):
     def coords(self) -> dict[str, list[str]]:
         """``{node}_cell`` for every node: the flat CPT cells, labelled as
         :attr:`pymc_rdp.BayesianNetwork.coords`."""
-        from pymc_rdp.models.bayesian_network import cell_labels
+        from pymc_rdp.bn.structure import cell_labels
 
         return {
             f"{v}_cell": cell_labels(v, self.structure.parents[v], self.states) for v in self.nodes

@@ -106,6 +106,7 @@ import pandas as pd
 from pymc_rdp._validation import check_positive
 from pymc_rdp.bn.structure import (
     NetworkStructure,
+    cell_labels,
     config_labels,
     encode_frame,
     family_marginal,
@@ -155,17 +156,6 @@ def _cpt_name(node: str) -> str:
 def _cell_dim(node: str) -> str:
     """The one posterior dim of ``node``'s CPT: its cells, configuration-major."""
     return f"{node}_cell"
-
-
-def cell_labels(
-    node: str, parents: Sequence[str], states: Mapping[str, Sequence[Hashable]]
-) -> list[str]:
-    """Labels of a flattened CPT's cells, ``"parent=a,other=b | node=x"`` (``"node=x"`` for a
-    root), configuration-major as ``table.reshape(-1)``."""
-    names = [f"{node}={s}" for s in states[node]]
-    if not parents:
-        return names
-    return [f"{c} | {k}" for c in config_labels(parents, states) for k in names]
 
 
 class _Coords(dict):
