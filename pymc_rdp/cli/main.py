@@ -196,10 +196,10 @@ def _add_budget(p: argparse.ArgumentParser) -> None:
         "--inference",
         choices=("auto", "noise-aware", "joint", "naive"),
         default="auto",
-        help="gaussian/laplace only: sample the noise-aware posterior with NUTS (per-family "
-        "likelihood; 'joint': one likelihood of all tables with their exact covariance, slower), "
-        "or use the naive clip-and-normalise CPTs; auto (default) is noise-aware unless the CPTs "
-        f"have more than {NOISE_AWARE_MAX_CELLS} entries in all",
+        help="gaussian/laplace only: auto (default) samples the exact posterior given the "
+        "releases by data augmentation; 'noise-aware' samples the per-family model with NUTS, "
+        "'joint' the likelihood of all tables with their exact covariance with NUTS (slower); "
+        "'naive' uses the clip-and-normalise CPTs",
     )
     p.add_argument(
         "--seed",
@@ -778,8 +778,10 @@ def _fit_network(
     noise_seed: int | None,
     noise_aware: bool = True,
     noise_model: str = "per-family",
+    public_total: int | None = None,
 ) -> Any:
-    """Fit the network; ``noise_seed`` (``--unsafe-noise-seed``) makes the noise reproducible."""
+    """Fit the network; ``noise_seed`` (``--unsafe-noise-seed``) makes the noise reproducible;
+    ``public_total`` declares the number of records public (only for public data)."""
     from pymc_rdp.curation.domains import FROM_DATA
     from pymc_rdp.models import BayesianNetwork
     from pymc_rdp.privacy.mechanisms import UnsafeNoiseSeed
@@ -797,6 +799,7 @@ def _fit_network(
         noise_aware=noise_aware,
         noise_model=noise_model,
         noise_source=None if noise_seed is None else UnsafeNoiseSeed(noise_seed),
+        public_total=public_total,
     )
     return bn
 
@@ -879,26 +882,6 @@ def _states_to_show(bn: Any, node: str, max_states: int = 12) -> list[str] | Non
     return None if len(states) <= max_states else states[:max_states]
 
 
-#: ``--inference auto`` samples the noise-aware posterior only for networks with at most this many
-#: CPT entries (cells of all family tables): NUTS on the Adult network (about 15,000) did not
-#: finish within ten minutes on two cores
-NOISE_AWARE_MAX_CELLS = 2000
-
-
-def _table_sizes(structure: dict[str, list[str]], states: Any, train: Any) -> dict[str, int]:
-    """Cells of every family table, from the states (given or seen in the data)."""
-
-    def card(v: str) -> int:
-        if states is not None and v in states:
-            return len(states[v])
-        col = train[v]
-        if hasattr(col, "cat"):
-            return len(col.cat.categories)
-        return int(col.nunique())
-
-    return {v: card(v) * math.prod(card(p) for p in pars) for v, pars in structure.items()}
-
-
 def _choose_inference(
     mechanism: str, inference: str, structure: Any, states: Any, train: Any
 ) -> tuple[bool, str]:
@@ -911,17 +894,7 @@ def _choose_inference(
         return True, "noise-aware posterior with the joint likelihood of all tables (requested)"
     if inference == "naive":
         return False, "naive baseline: noisy counts clipped at 1e-6 and normalised (requested)"
-    sizes = _table_sizes(structure, states, train)
-    total = sum(sizes.values())
-    if total > NOISE_AWARE_MAX_CELLS:
-        node = max(sizes, key=sizes.__getitem__)
-        return False, (
-            f"naive baseline (noisy counts clipped at 1e-6 and normalised): the CPTs have "
-            f"{total} entries (the largest table, of {node!r}, {sizes[node]}), more than "
-            f"{NOISE_AWARE_MAX_CELLS}, and the noise-aware model would take too long to sample; "
-            "--inference noise-aware forces it"
-        )
-    return True, "noise-aware posterior"
+    return True, "exact posterior given the releases, by data augmentation"
 
 
 def _prepare_out(out: Path) -> Path:
@@ -961,6 +934,7 @@ def run_pipeline(
     cpt_nodes: Sequence[str] | None,
     public_reference: bool,
     command: str,
+    public_total: int | None = None,
 ) -> dict[str, Any]:
     """Fit, sample, save, plot and report; returns a summary dictionary.
 
@@ -990,28 +964,37 @@ def run_pipeline(
         noise_seed,
         noise_aware=noise_aware,
         noise_model="joint" if inference == "joint" and noise_aware else "per-family",
+        public_total=public_total,
     )
     acc = bn.accountant
     done()
     if inference_note:
         progress.info(f"inference: {inference_note}")
 
-    if noise_aware:
+    # NUTS only when asked for; the Dirichlet posterior needs a public N (no total is released)
+    nuts = noise_aware and inference in ("noise-aware", "joint")
+    sampled = noise_aware or (mechanism == "dirichlet" and bn.n_records is not None)
+    sampler_name = "NUTS" if nuts else "data augmentation"
+    if sampled:
         done = progress.step(
-            f"posterior sampling (NUTS, {sampling['chains']} chain(s) x "
+            f"posterior sampling ({sampler_name}, {sampling['chains']} chain(s) x "
             f"{sampling['draws']} draws, {sampling['tune']} tuning steps)"
         )
+        nuts_options = {
+            "progressbar": sys.stderr.isatty() and not progress.quiet,
+            "compute_convergence_checks": False,
+        }
         idata = bn.sample(
             draws=sampling["draws"],
             tune=sampling["tune"],
             chains=sampling["chains"],
             random_seed=seed,
-            progressbar=sys.stderr.isatty() and not progress.quiet,
-            compute_convergence_checks=False,
+            sampler="nuts" if nuts else "augmentation",
+            **(nuts_options if nuts else {}),
         )
     else:
         done = progress.step("collecting the released CPTs (no MCMC needed)")
-        idata = bn.sample(random_seed=seed)
+        idata = bn.sample(random_seed=seed, sampler="nuts")
     done()
 
     done = progress.step("writing posterior.nc, ledger.json, releases.json")
@@ -1129,7 +1112,7 @@ def run_pipeline(
         "private": acc.within_guarantee,
         "declarations": acc.declarations,
         "guarantee": _guarantee(acc, epsilon, order, delta),
-        "sampling": sampling if noise_aware else None,
+        "sampling": dict(sampling, sampler=sampler_name) if sampled else None,
         "figures": written,
         "comparison": results,
         "reference": reference,
@@ -1288,12 +1271,27 @@ def _report(bn: Any, s: dict[str, Any], progress: _Progress) -> str:
     add("")
     add("## The posterior")
     add("")
-    if s["sampling"] is not None:
+    if s["sampling"] is not None and s["sampling"].get("sampler") == "NUTS":
         sm = s["sampling"]
         add(
             f"NUTS sampled the noise-aware model: {sm['chains']} chain(s) × {sm['draws']} draws "
             f"after {sm['tune']} tuning steps. `posterior.nc` holds the draws of every CPT "
             "(`<variable>_cpt`, one flat dim `<variable>_cell`, labels `parents | variable=state`)."
+        )
+    elif s["sampling"] is not None:
+        sm = s["sampling"]
+        add(
+            "Data augmentation sampled the exact posterior of the CPTs given the released "
+            "tables (Ju, Awan, Gong & Rao 2022: the confidential records are latent, each CPT row "
+            "is updated from them, each record is re-proposed and accepted by the mechanism's "
+            f"density ratio): {sm['chains']} chain(s) × {sm['draws']} draws after {sm['tune']} "
+            "discarded iterations. `posterior.nc` holds the draws of every CPT "
+            "(`<variable>_cpt`, one flat dim `<variable>_cell`, labels `parents | variable=state`)"
+            + (
+                "; the released CPTs themselves stay the point estimate."
+                if mech == "dirichlet"
+                else "."
+            )
         )
     elif mech == "dirichlet":
         add(
@@ -1435,6 +1433,11 @@ def _cmd_demo(args: argparse.Namespace) -> None:
         train, test = train_full, test_full
     train = train[nodes].reset_index(drop=True).astype(str)
     test = test[nodes].reset_index(drop=True).astype(str)
+    notes.append(
+        f"The number of training records ({len(train):,}) is declared public (the UCI files' "
+        "sizes are published), so the posterior is conditioned on it; the ledger records the "
+        "declaration."
+    )
     done()
     grid = (0.3, 3.0) if args.fast else (0.1, 0.3, 1.0, 3.0, 10.0)
     out = Path(args.out)
@@ -1460,6 +1463,7 @@ def _cmd_demo(args: argparse.Namespace) -> None:
         public_reference=True,
         inference=args.inference,
         command=_command_line(args),
+        public_total=len(train),  # the Adult files' record counts are public (UCI)
     )
     _print_summary(summary, out, progress)
 

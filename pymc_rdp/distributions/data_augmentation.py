@@ -403,12 +403,14 @@ class DataAugmentation(AugmentationStep):
             cells = max(len(self.configs[v]) * self.cards[v] for v in nodes)
             sd = max(sds) * math.sqrt(cells) if sds else 10.0
             birth_death_moves = max(20, math.ceil(2 * sd))
-        if isinstance(birth_death_moves, bool) or not isinstance(
-            birth_death_moves, (int, np.integer)
+        if (
+            isinstance(birth_death_moves, bool)
+            or not isinstance(birth_death_moves, (int, np.integer))
+            or birth_death_moves < 1
         ):
-            raise ValueError(f"birth_death_moves must be an integer >= 1, got {birth_death_moves!r}")
-        if birth_death_moves < 1:
-            raise ValueError(f"birth_death_moves must be an integer >= 1, got {birth_death_moves!r}")
+            raise ValueError(
+                f"birth_death_moves must be an integer >= 1, got {birth_death_moves!r}"
+            )
         self.birth_death_moves = int(birth_death_moves)
         self._build_arrays()
         self._init_step(sweeps)

@@ -5,7 +5,10 @@ records ``N`` is private: it is exactly what a neighbour changes, so no exact to
 The sampler then treats ``N`` as a parameter with a proper prior ``p(N)`` on ``0..N_max`` and
 targets
 
-.. math:: p(θ, N, x \\mid y) ∝ p(θ)\\, p(N) \\prod_{i=1}^{N} p(x_i \\mid θ) \\prod_v η_v(y_v \\mid s_v(x)),
+.. math::
+
+    p(θ, N, x \\mid y) ∝ p(θ)\\, p(N) \\prod_{i=1}^{N} p(x_i \\mid θ)
+    \\prod_v η_v(y_v \\mid s_v(x)),
 
 where the released tables' totals carry the information about ``N`` (each noisy table sums to a
 noisy ``N``); nothing is charged beyond the family tables themselves.
@@ -81,7 +84,7 @@ def default_total_prior(releases: dict[str, Any], cells: dict[str, int]) -> np.n
             )
         total = float(np.sum(np.asarray(rel.values, dtype=np.float64)))
         upper = max(upper, total + 10.0 * sd)
-    return np.ones(int(math.ceil(upper)) + 1)
+    return np.ones(math.ceil(upper) + 1)
 
 
 def initial_records(da: Any, rng: np.random.Generator) -> np.ndarray:

@@ -361,4 +361,3 @@ def test_release_shape_disagreeing_with_the_structure_is_refused_before_sampling
     releases["b"] = (np.zeros(4), releases["b"][1])  # b has 2 configurations × 3 states
     with pytest.raises(ValueError, match=r"releases\['b'\].*2 parent configurations × 3"):
         DataAugmentation(STRUCTURE, STATES, releases, N)
-
