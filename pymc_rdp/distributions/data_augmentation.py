@@ -262,6 +262,11 @@ def _observation(node: str, release: Any, shape: tuple[int, int]) -> FamilyObser
 class DataAugmentation(AugmentationStep):
     """Exact data-augmentation sampler of a Bayesian network's CPTs given released family tables.
 
+    Also a PyMC step method (:class:`~pymc_rdp.distributions.augmentation_step.AugmentationStep`):
+    ``with bn.model: pm.sample(step=da)`` (or ``with da.build_model(): ...``) sets the model's
+    ``{node}_cpt`` / ``{node}_family`` variables from the chain's latent records;
+    :meth:`sample` is the fast path of the same chains.
+
     Parameters
     ----------
     structure : dict or NetworkStructure
