@@ -15,8 +15,8 @@ import numpy as np
 from pymc_rdp.datasets import ADULT_DAG, adult_paper
 from pymc_rdp.models.bayesian_network import BayesianNetwork
 from pymc_rdp.privacy import rdp
+from pymc_rdp.privacy.calibration import least_noise
 from pymc_rdp.privacy.mechanisms import LaplaceMechanism
-from pymc_rdp.privacy.mechanisms.base import least_noise
 from pymc_rdp.privacy.tight_accounting import gaussian_sigma, planned_epsilon
 
 EPS, DELTA, K = 1.0, 1e-6, 7

@@ -15,9 +15,11 @@ import pymc_rdp
 
 MODULES = [
     "pymc_rdp.privacy.rdp",
+    "pymc_rdp.privacy.neighbours",
     "pymc_rdp.privacy.mechanisms",
     "pymc_rdp.privacy.accountant",
     "pymc_rdp.privacy.tight_accounting",
+    "pymc_rdp.privacy.gaussian_profile",
     "pymc_rdp.privacy.filters",
     "pymc_rdp.privacy.dp_events",
     "pymc_rdp.privacy.calibration",

@@ -27,7 +27,6 @@ Run ``python experiments/reproduce_bayesian_network.py`` (full grid) or with ``-
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from pymc_rdp import datasets
+from pymc_rdp.cli.progress import Steps
 from pymc_rdp.models.bayesian_network import BayesianNetwork
 from pymc_rdp.privacy.mechanisms import UnsafeNoiseSeed
 
@@ -117,51 +117,51 @@ def run(
         raise ValueError(f"datasets must be among {DATASETS}, got {unknown}")
     epsilons = epsilon_grid(n_epsilons)
     rows: list[dict] = []
+    steps = Steps(len(datasets_), quiet=not verbose)
     for d_idx, name in enumerate(datasets_):
-        start = time.perf_counter()
-        train, test, states = load(name)
-        families = len(DAGS[name])
-        bn = BayesianNetwork(DAGS[name], states=states)
-        bn.fit(train, mechanism="none", alpha0=SMOOTHING)
-        rows.append(
-            dict(
-                dataset=name,
-                method="non_private",
-                epsilon=np.nan,
-                families=families,
-                repeat=0,
-                log_likelihood=bn.log_likelihood(test),
-                spent_rdp_epsilon=np.nan,
+        with steps.step(name, total=len(PRIVATE_METHODS) * len(epsilons) * repeats) as advance:
+            train, test, states = load(name)
+            families = len(DAGS[name])
+            bn = BayesianNetwork(DAGS[name], states=states)
+            bn.fit(train, mechanism="none", alpha0=SMOOTHING)
+            rows.append(
+                dict(
+                    dataset=name,
+                    method="non_private",
+                    epsilon=np.nan,
+                    families=families,
+                    repeat=0,
+                    log_likelihood=bn.log_likelihood(test),
+                    spent_rdp_epsilon=np.nan,
+                )
             )
-        )
-        for m_idx, method in enumerate(PRIVATE_METHODS):
-            for e_idx, eps in enumerate(epsilons):
-                for rep in range(repeats):
-                    rng = np.random.default_rng([seed, d_idx, m_idx, e_idx, rep])
-                    bn = BayesianNetwork(DAGS[name], states=states)
-                    bn.fit(
-                        train,
-                        mechanism=method,
-                        epsilon=float(eps),
-                        order=order,
-                        noise_aware=False,
-                        alpha0=ALPHA0,
-                        # public data: reproducible (not private) noise keeps the study repeatable
-                        noise_source=UnsafeNoiseSeed(int(rng.integers(2**62))),
-                    )
-                    rows.append(
-                        dict(
-                            dataset=name,
-                            method=method,
+            for m_idx, method in enumerate(PRIVATE_METHODS):
+                for e_idx, eps in enumerate(epsilons):
+                    for rep in range(repeats):
+                        rng = np.random.default_rng([seed, d_idx, m_idx, e_idx, rep])
+                        bn = BayesianNetwork(DAGS[name], states=states)
+                        bn.fit(
+                            train,
+                            mechanism=method,
                             epsilon=float(eps),
-                            families=families,
-                            repeat=rep,
-                            log_likelihood=bn.log_likelihood(test),
-                            spent_rdp_epsilon=float(bn.accountant.rdp(np.array([order]))[0]),
+                            order=order,
+                            noise_aware=False,
+                            alpha0=ALPHA0,
+                            # public data: reproducible (not private) noise: a repeatable study
+                            noise_source=UnsafeNoiseSeed(int(rng.integers(2**62))),
                         )
-                    )
-        if verbose:
-            print(f"{name}: done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+                        rows.append(
+                            dict(
+                                dataset=name,
+                                method=method,
+                                epsilon=float(eps),
+                                families=families,
+                                repeat=rep,
+                                log_likelihood=bn.log_likelihood(test),
+                                spent_rdp_epsilon=float(bn.accountant.rdp(np.array([order]))[0]),
+                            )
+                        )
+                        advance(1)
     return pd.DataFrame(rows)
 
 

@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import copy
 import math
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,6 +53,7 @@ import numpy as np
 import pandas as pd
 
 from pymc_rdp import datasets
+from pymc_rdp.cli.progress import Steps
 from pymc_rdp.models.naive_bayes import NaiveBayes
 from pymc_rdp.privacy.mechanisms import DirichletMechanism, UnsafeNoiseSeed
 
@@ -221,82 +221,82 @@ def run(
     epsilons = epsilon_grid(n_epsilons)
     methods = PRIVATE_METHODS + (REFERENCE_METHODS if reference else ())
     rows: list[dict] = []
+    steps = Steps(len(datasets_), quiet=not verbose)
     for d_idx, name in enumerate(datasets_):
-        start = time.perf_counter()
-        X_train, X_test, y_train, y_test = datasets.paper_split(name, random_state=1)
-        n_classes = int(pd.unique(y_train).size)
-        mle = NaiveBayes(mechanism="none", smoothing=SMOOTHING).fit(X_train, y_train)
-        n_tables = X_train.shape[1] + 1
-        rows.append(
-            dict(
-                dataset=name,
-                method="non_private",
-                epsilon=np.nan,
-                repeat=0,
-                cross_entropy=mle.cross_entropy(X_test, y_test),
-                accuracy=mle.score(X_test, y_test),
-                true_rdp_epsilon=np.inf,
+        with steps.step(name, total=len(methods) * len(epsilons) * repeats) as advance:
+            X_train, X_test, y_train, y_test = datasets.paper_split(name, random_state=1)
+            n_classes = int(pd.unique(y_train).size)
+            mle = NaiveBayes(mechanism="none", smoothing=SMOOTHING).fit(X_train, y_train)
+            n_tables = X_train.shape[1] + 1
+            rows.append(
+                dict(
+                    dataset=name,
+                    method="non_private",
+                    epsilon=np.nan,
+                    repeat=0,
+                    cross_entropy=mle.cross_entropy(X_test, y_test),
+                    accuracy=mle.score(X_test, y_test),
+                    true_rdp_epsilon=np.inf,
+                )
             )
-        )
-        rows.append(
-            dict(
-                dataset=name,
-                method="random_guess",
-                epsilon=np.nan,
-                repeat=0,
-                cross_entropy=math.log(n_classes),
-                accuracy=1.0 / n_classes,
-                true_rdp_epsilon=0.0,
+            rows.append(
+                dict(
+                    dataset=name,
+                    method="random_guess",
+                    epsilon=np.nan,
+                    repeat=0,
+                    cross_entropy=math.log(n_classes),
+                    accuracy=1.0 / n_classes,
+                    true_rdp_epsilon=0.0,
+                )
             )
-        )
-        tables = _count_tables(mle, X_train, y_train) if reference else []
-        for m_idx, method in enumerate(methods):
-            for e_idx, eps in enumerate(epsilons):
-                for rep in range(repeats):
-                    rng = np.random.default_rng([seed, d_idx, m_idx, e_idx, rep])
-                    if method in PRIVATE_METHODS:
-                        model = NaiveBayes(
-                            # the paper's protocol: the states of the training split (explicit,
-                            # flagged opt-in; the paper treats them as public)
-                            categories="from-data",
-                            classes="from-data",
-                            mechanism=method,
-                            epsilon=float(eps),
-                            order=order,
-                            alpha0=ALPHA0,
-                            neighbours=neighbours,
-                            # public data: reproducible (not private) noise for the study
-                            noise_source=UnsafeNoiseSeed(int(rng.integers(2**62))),
-                        ).fit(X_train, y_train)
-                        if method == "dirichlet":
-                            true_eps = n_tables * _exact_dirichlet_epsilon(
-                                model.mechanism_, order, neighbours
-                            )
+            tables = _count_tables(mle, X_train, y_train) if reference else []
+            for m_idx, method in enumerate(methods):
+                for e_idx, eps in enumerate(epsilons):
+                    for rep in range(repeats):
+                        rng = np.random.default_rng([seed, d_idx, m_idx, e_idx, rep])
+                        if method in PRIVATE_METHODS:
+                            model = NaiveBayes(
+                                # the paper's protocol: the states of the training split (explicit,
+                                # flagged opt-in; the paper treats them as public)
+                                categories="from-data",
+                                classes="from-data",
+                                mechanism=method,
+                                epsilon=float(eps),
+                                order=order,
+                                alpha0=ALPHA0,
+                                neighbours=neighbours,
+                                # public data: reproducible (not private) noise for the study
+                                noise_source=UnsafeNoiseSeed(int(rng.integers(2**62))),
+                            ).fit(X_train, y_train)
+                            if method == "dirichlet":
+                                true_eps = n_tables * _exact_dirichlet_epsilon(
+                                    model.mechanism_, order, neighbours
+                                )
+                            else:
+                                true_eps = float(model.accountant_.rdp(np.array([order]))[0])
                         else:
-                            true_eps = float(model.accountant_.rdp(np.array([order]))[0])
-                    else:
-                        model, true_eps = _reference_fit(
-                            mle,
-                            tables,
-                            float(eps),
-                            with_class_bug=method == "dirichlet_ref_alpha_class",
-                            noise=UnsafeNoiseSeed(int(rng.integers(2**62))),
-                            order=order,
-                            neighbours=neighbours,
+                            model, true_eps = _reference_fit(
+                                mle,
+                                tables,
+                                float(eps),
+                                with_class_bug=method == "dirichlet_ref_alpha_class",
+                                noise=UnsafeNoiseSeed(int(rng.integers(2**62))),
+                                order=order,
+                                neighbours=neighbours,
+                            )
+                        rows.append(
+                            dict(
+                                dataset=name,
+                                method=method,
+                                epsilon=float(eps),
+                                repeat=rep,
+                                cross_entropy=model.cross_entropy(X_test, y_test),
+                                accuracy=model.score(X_test, y_test),
+                                true_rdp_epsilon=true_eps,
+                            )
                         )
-                    rows.append(
-                        dict(
-                            dataset=name,
-                            method=method,
-                            epsilon=float(eps),
-                            repeat=rep,
-                            cross_entropy=model.cross_entropy(X_test, y_test),
-                            accuracy=model.score(X_test, y_test),
-                            true_rdp_epsilon=true_eps,
-                        )
-                    )
-        if verbose:
-            print(f"{name}: done in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+                        advance(1)
     return pd.DataFrame(rows)
 
 

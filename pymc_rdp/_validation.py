@@ -6,18 +6,22 @@ value converted to float64 (scalars as Python floats where that is what callers 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 __all__ = [
     "as_float_array",
+    "as_positive",
+    "check_broadcast",
     "check_count",
     "check_delta",
-    "check_finite_positive",
     "check_orders",
     "check_positive",
+    "check_positive_scalar",
     "check_probability_open",
+    "check_scalar",
 ]
 
 
@@ -44,9 +48,50 @@ def check_positive(value: Any, name: str, *, allow_inf: bool = False) -> np.ndar
     return arr
 
 
-def check_finite_positive(value: Any, name: str) -> np.ndarray:
-    """``value`` as float64, every element finite and > 0."""
-    return check_positive(value, name, allow_inf=False)
+def as_positive(value: Any, name: str) -> Any:
+    """:func:`check_positive`, with plain finite positive Python numbers returned as floats.
+
+    The fast path of the curves and the accountant, which are called with scalars most of the time.
+    """
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        if math.isfinite(value) and value > 0:
+            return float(value)
+    return check_positive(value, name)
+
+
+def check_scalar(value: Any, name: str, *, allow_inf: bool = False) -> float:
+    """A real scalar as a Python float (booleans and NaN refused, infinities unless allowed)."""
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
+    arr = as_float_array(value, name, allow_inf=allow_inf)
+    if arr.ndim != 0:
+        raise ValueError(f"{name} must be a scalar, got an array of shape {arr.shape}")
+    return float(arr)
+
+
+def check_positive_scalar(value: Any, name: str) -> float:
+    """A finite real scalar > 0 as a Python float."""
+    x = check_scalar(value, name)
+    if not x > 0:
+        raise ValueError(f"{name} must be > 0, got {x!r}")
+    return x
+
+
+def check_broadcast(*named: tuple[Any, str]) -> list[Any]:
+    """Check that the arguments, given as ``(value, name)`` pairs, broadcast together.
+
+    Returns the values unchanged; the ValueError names every argument and its shape.
+    """
+    shapes = [np.shape(a) for a, _ in named]
+    if any(shapes):
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError as exc:
+            names = ", ".join(n for _, n in named)
+            raise ValueError(
+                f"{names} have shapes {', '.join(map(str, shapes))} that do not broadcast"
+            ) from exc
+    return [a for a, _ in named]
 
 
 def check_orders(orders: Any, name: str = "orders", *, allow_inf: bool = True) -> np.ndarray:

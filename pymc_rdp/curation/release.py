@@ -44,6 +44,7 @@ from pymc_rdp.privacy.mechanisms import (
     mechanism_from_dict,
 )
 from pymc_rdp.privacy.mechanisms.noise import declare_unsafe_noise, resolve_noise_source
+from pymc_rdp.privacy.neighbours import NEIGHBOURS, check_neighbours, table_sensitivity
 
 __all__ = [
     "NEIGHBOURS",
@@ -54,27 +55,8 @@ __all__ = [
     "table_sensitivity",
 ]
 
-#: The neighbouring relations understood by the package.
-NEIGHBOURS = ("replace-one", "add-remove")
-
 _FORMAT = "pymc-rdp.release"
 _VERSION = 1
-
-
-def table_sensitivity(neighbours: str) -> dict[str, float]:
-    """Sensitivities of a count table (or batch of tables) under a neighbouring relation.
-
-    Returns
-    -------
-    dict
-        ``{"l1": Δ₁, "l2": Δ₂, "linf": Δ∞}``: (2, √2, 1) for ``"replace-one"``, (1, 1, 1) for
-        ``"add-remove"``.
-    """
-    if neighbours == "replace-one":
-        return {"l1": 2.0, "l2": math.sqrt(2.0), "linf": 1.0}
-    if neighbours == "add-remove":
-        return {"l1": 1.0, "l2": 1.0, "linf": 1.0}
-    raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
 
 
 def check_sensitivity(mechanism: Mechanism, neighbours: str) -> None:
@@ -218,8 +200,7 @@ class Release:
         object.__setattr__(self, "values", vals)
         if not isinstance(self.mechanism, Mechanism):
             raise TypeError(f"mechanism must be a Mechanism, got {type(self.mechanism).__name__}")
-        if self.neighbours not in NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {self.neighbours!r}")
+        check_neighbours(self.neighbours)
         if not isinstance(self.tag, str):
             raise TypeError(f"tag must be a string, got {type(self.tag).__name__}")
         object.__setattr__(self, "entry", dict(self.entry))
@@ -363,8 +344,7 @@ def privatize(
             "noise on counts); the Dirichlet mechanism releases through DirichletRelease and "
             f"release(), got {type(mechanism).__name__}"
         )
-    if neighbours not in NEIGHBOURS:
-        raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+    check_neighbours(neighbours)
     check_sensitivity(mechanism, neighbours)
     if not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")

@@ -37,7 +37,7 @@ from pytensor.graph.op import Op
 from pytensor.tensor.random.utils import normalize_size_param
 from pytensor.tensor.sharedvar import TensorSharedVariable
 
-from pymc_rdp.curation.release import NEIGHBOURS, check_count_table, check_sensitivity
+from pymc_rdp.curation.release import check_count_table, check_sensitivity
 from pymc_rdp.distributions.ledger import ACCOUNTANT_ATTR, LEDGER_ATTR, PrivateRandomVariable
 from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError
 from pymc_rdp.privacy.mechanisms import (
@@ -46,6 +46,7 @@ from pymc_rdp.privacy.mechanisms import (
     mechanism_from_dict,
 )
 from pymc_rdp.privacy.mechanisms.noise import declare_unsafe_noise, resolve_noise_source
+from pymc_rdp.privacy.neighbours import check_neighbours
 
 __all__ = ["DirichletRelease", "DirichletReleaseRV", "RefusedDrawError", "release"]
 
@@ -239,8 +240,7 @@ class DirichletRelease(Distribution):
             raise TypeError(
                 f"mechanism must be a DirichletMechanism, got {type(mechanism).__name__}"
             )
-        if neighbours not in NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+        check_neighbours(neighbours)
         c = check_count_table(counts, "counts")
         check_sensitivity(mechanism, neighbours)
         rows = 1 if c.ndim == 1 else c.shape[0]

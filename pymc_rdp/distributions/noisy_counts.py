@@ -49,7 +49,7 @@ from pymc.pytensorf import normalize_rng_param
 from pytensor.graph.basic import Constant, Variable
 from pytensor.tensor.random.utils import normalize_size_param
 
-from pymc_rdp.curation.release import NEIGHBOURS, Release, check_sensitivity
+from pymc_rdp.curation.release import Release, check_sensitivity
 from pymc_rdp.distributions import likelihoods as lik
 from pymc_rdp.distributions.ledger import PrivateRandomVariable
 from pymc_rdp.privacy.mechanisms import (
@@ -61,6 +61,7 @@ from pymc_rdp.privacy.mechanisms import (
 )
 from pymc_rdp.privacy.mechanisms.discrete_gaussian import discrete_gaussian_variance
 from pymc_rdp.privacy.mechanisms.discrete_laplace import discrete_laplace_variance
+from pymc_rdp.privacy.neighbours import check_neighbours
 
 __all__ = ["MODES", "NoisyCounts", "NoisyCountsRV"]
 
@@ -693,8 +694,7 @@ class NoisyCounts(Distribution):
         **kwargs: Any,
     ) -> Any:
         """The unnamed distribution (for ``pm.draw``, ``pm.logp``, ``CustomDist`` compositions)."""
-        if neighbours not in NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+        check_neighbours(neighbours)
         noise, scale = _noise_of(mechanism)
         check_sensitivity(mechanism, neighbours)
         n_t, n_values = _check_n(n)

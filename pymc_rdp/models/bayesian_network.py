@@ -124,11 +124,12 @@ from pymc_rdp.curation.domains import (
     declare_from_data,
     states_from_data,
 )
+from pymc_rdp.privacy.calibration import least_noise
+from pymc_rdp.privacy.neighbours import check_neighbours, table_sensitivity
 
 __all__ = ["BayesianNetwork"]
 
 _MECHANISMS = ("dirichlet", "gaussian", "laplace", "none")
-_NEIGHBOURS = ("replace-one", "add-remove")
 _LIKELIHOODS = ("auto", "multinomial", "poissonised")
 #: largest family table (cells) that ``likelihood="auto"`` models with the multinomial
 AUTO_MULTINOMIAL_CELLS = 64
@@ -137,12 +138,6 @@ NAIVE_FLOOR = 1e-6
 #: relative safety margin on per-family targets so that the composed total stays within budget
 #: after floating-point summation
 _MARGIN = 1e-9
-
-# sensitivities (Δ₁, Δ₂, Δ∞) of one family table
-_SENSITIVITY = {
-    "replace-one": (2.0, math.sqrt(2.0), 1.0),
-    "add-remove": (1.0, 1.0, 1.0),
-}
 
 
 def _dims(node: str) -> tuple[str, str]:
@@ -427,8 +422,7 @@ class BayesianNetwork:
         source = resolve_noise_source(noise_source)
         if mechanism not in _MECHANISMS:
             raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {mechanism!r}")
-        if neighbours not in _NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {_NEIGHBOURS}, got {neighbours!r}")
+        check_neighbours(neighbours)
         if noise_model not in ("per-family", "joint"):
             raise ValueError(f"noise_model must be 'per-family' or 'joint', got {noise_model!r}")
         if margins not in ("free", "network"):
@@ -588,7 +582,8 @@ class BayesianNetwork:
         )
 
         k = self.structure.n_families
-        d1, d2, dinf = _SENSITIVITY[neighbours]
+        sens = table_sensitivity(neighbours)
+        d1, d2, dinf = sens["l1"], sens["l2"], sens["linf"]
         orders = np.asarray(getattr(acc, "orders", rdp.DEFAULT_ORDERS), dtype=np.float64)
         if order is not None:
             eps_f = epsilon / k * (1.0 - _MARGIN)
@@ -609,12 +604,12 @@ class BayesianNetwork:
             return planned_epsilon([(mech, k)], delta, orders=orders) <= eps_t
 
         if mechanism == "gaussian":
-            sigma = _least(
+            sigma = least_noise(
                 lambda s: meets(DiscreteGaussianMechanism(s, d2)), d2 * math.sqrt(k) / eps_t
             )
             return DiscreteGaussianMechanism(sigma, d2)
         if mechanism == "laplace":
-            scale = _least(lambda b: meets(DiscreteLaplaceMechanism(b, d1)), d1 * k / eps_t)
+            scale = least_noise(lambda b: meets(DiscreteLaplaceMechanism(b, d1)), d1 * k / eps_t)
             return DiscreteLaplaceMechanism(scale, d1)
         from pymc_rdp.privacy.calibration import calibrate_dirichlet
 
@@ -974,12 +969,6 @@ def _make_accountant(accountant: Any, epsilon: float, order: float | None, delta
     if order is not None:
         return Accountant.at_order(epsilon, order)
     return Accountant(budget=(epsilon, delta))
-
-
-def _least(meets: Any, start: float) -> float:
-    from pymc_rdp.privacy.mechanisms.base import least_noise
-
-    return least_noise(meets, start)
 
 
 def _privatize(

@@ -37,8 +37,7 @@ so the per-row curve with the replace-one sensitivities bounds the table.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -49,9 +48,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from pymc_rdp._validation import check_positive_scalar, check_scalar
 from pymc_rdp.curation.domains import FROM_DATA, check_states, declare_from_data, states_from_data
 from pymc_rdp.privacy import rdp as _rdp
 from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError
+from pymc_rdp.privacy.calibration import largest_target, least_noise
 from pymc_rdp.privacy.mechanisms import (
     DirichletMechanism,
     DiscreteGaussianMechanism,
@@ -63,57 +64,15 @@ from pymc_rdp.privacy.mechanisms.noise import (
     declare_unsafe_noise,
     resolve_noise_source,
 )
+from pymc_rdp.privacy.neighbours import check_neighbours, table_sensitivity
 
 __all__ = ["NaiveBayes"]
 
 _MECHANISMS = ("dirichlet", "gaussian", "laplace", "none")
-_NEIGHBOURS = ("replace-one", "add-remove")
 _CLIP = 1e-6
 # Relative margin kept below each target so that float rounding in the composed sum can never
 # push the total over the requested budget.
 _MARGIN = 1e-9
-
-
-def _sensitivities(neighbours: str) -> tuple[float, float, float]:
-    """(Δ₁, Δ₂, Δ∞) of a count table for the neighbouring relation."""
-    if neighbours == "replace-one":
-        return 2.0, math.sqrt(2.0), 1.0
-    return 1.0, 1.0, 1.0
-
-
-def _log_bisect(feasible: Callable[[float], bool], start: float, feasible_above: bool) -> float:
-    """The boundary of a monotone feasibility region of x > 0, returned on its feasible side.
-
-    ``feasible_above``: feasible for large x (noise scales) or for small x (per-table targets).
-    Brackets the boundary by doubling/halving from ``start``, then bisects in log x to a few ulp.
-    """
-    step = 2.0 if feasible_above else 0.5
-    good = float(start)
-    for _ in range(2100):
-        if feasible(good):
-            break
-        good *= step
-        if good == 0.0 or not math.isfinite(good):
-            raise ValueError("epsilon cannot be met for this delta by the mechanism")
-    else:  # pragma: no cover - defensive
-        raise ValueError("epsilon cannot be met for this delta by the mechanism")
-    bad = good / step
-    for _ in range(2100):
-        if bad == 0.0 or not math.isfinite(bad):
-            return good
-        if not feasible(bad):
-            break
-        good, bad = bad, bad / step
-    for _ in range(200):
-        mid = math.sqrt(good * bad)
-        lo, hi = min(good, bad), max(good, bad)
-        if not lo < mid < hi or hi - lo <= 4 * math.ulp(hi):
-            break
-        if feasible(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
 
 
 class _AccountantHandle:
@@ -261,22 +220,21 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
     def _check_params(self) -> None:
         if self.mechanism not in _MECHANISMS:
             raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {self.mechanism!r}")
-        if self.neighbours not in _NEIGHBOURS:
-            raise ValueError(f"neighbours must be one of {_NEIGHBOURS}, got {self.neighbours!r}")
-        self._epsilon = _positive_scalar(self.epsilon, "epsilon")
-        order = _scalar(self.order, "order")
+        check_neighbours(self.neighbours)
+        self._epsilon = check_positive_scalar(self.epsilon, "epsilon")
+        order = check_scalar(self.order, "order")
         if not order > 1:
             raise ValueError(f"order must be > 1, got {order!r}")
         self._order = order
         if self.delta is None:
             self._delta = None
         else:
-            delta = _scalar(self.delta, "delta")
+            delta = check_scalar(self.delta, "delta")
             if not 0 < delta < 1:
                 raise ValueError(f"delta must lie in the open interval (0, 1), got {delta!r}")
             self._delta = delta
-        self._alpha0 = _positive_scalar(self.alpha0, "alpha0")
-        self._smoothing = _positive_scalar(self.smoothing, "smoothing")
+        self._alpha0 = check_positive_scalar(self.alpha0, "alpha0")
+        self._smoothing = check_positive_scalar(self.smoothing, "smoothing")
         noise = resolve_noise_source(self.noise_source)
         # a fresh stream per fit, so that fitting never changes the parameter (scikit-learn's
         # convention for seeds) and refits with the same UnsafeNoiseSeed repeat the same noise
@@ -526,7 +484,8 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
 
     def _calibrate(self, n_tables: int, orders: np.ndarray) -> Mechanism:
         """One mechanism for every table, meeting the per-table share of the budget."""
-        d1, d2, dinf = _sensitivities(self.neighbours)
+        sens = table_sensitivity(self.neighbours)
+        d1, d2, dinf = sens["l1"], sens["l2"], sens["linf"]
         eps, lam, delta = self._epsilon, self._order, self._delta
         if delta is None:
             eps_t = eps / n_tables * (1.0 - _MARGIN)
@@ -545,24 +504,16 @@ class NaiveBayes(ClassifierMixin, BaseEstimator):
         # the discrete mechanisms: their RDP curves converted as the accountant converts them
         # (every record is in one partition of each table)
         if self.mechanism == "gaussian":
-            sigma = _log_bisect(
-                lambda s: composed_ok(DiscreteGaussianMechanism(s, d2)),
-                d2 / eps,
-                feasible_above=True,
-            )
+            sigma = least_noise(lambda s: composed_ok(DiscreteGaussianMechanism(s, d2)), d2 / eps)
             return DiscreteGaussianMechanism(sigma, d2)
         if self.mechanism == "laplace":
-            scale = _log_bisect(
-                lambda b: composed_ok(DiscreteLaplaceMechanism(b, d1)),
-                d1 / eps,
-                feasible_above=True,
-            )
+            scale = least_noise(lambda b: composed_ok(DiscreteLaplaceMechanism(b, d1)), d1 / eps)
             return DiscreteLaplaceMechanism(scale, d1)
 
         def build(e: float) -> Mechanism:
             return DirichletMechanism.calibrate(e, lam, d2, dinf, alpha0=self._alpha0)
 
-        e_t = _log_bisect(lambda e: composed_ok(build(e)), eps / n_tables, feasible_above=False)
+        e_t = largest_target(lambda e: composed_ok(build(e)), eps / n_tables)
         return build(e_t)
 
     # ------------------------------------------------------------------------- categories
@@ -740,22 +691,3 @@ def _eager_to_pandas(X: Any) -> Any:
     if isinstance(frame, nw.DataFrame):
         return frame.to_pandas()
     return X
-
-
-def _scalar(value: Any, name: str) -> float:
-    if isinstance(value, (str, bytes, bool)) or value is None:
-        raise TypeError(f"{name} must be a real number, got {value!r}")
-    try:
-        x = float(value)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a real number, got {value!r}") from exc
-    if not math.isfinite(x):
-        raise ValueError(f"{name} must be finite, got {x!r}")
-    return x
-
-
-def _positive_scalar(value: Any, name: str) -> float:
-    x = _scalar(value, name)
-    if not x > 0:
-        raise ValueError(f"{name} must be > 0, got {x!r}")
-    return x

@@ -82,18 +82,23 @@ _LIFT = 10.0  # the recurrence lifts x to at least this value before the series 
 
 
 @numba.njit(cache=True)
+def _lifted(x: float) -> tuple[int, float, float]:
+    """Recurrence steps m that lift x to z = x + m ≥ ``_LIFT``, and t = 1/z, t²."""
+    m = 0
+    if x < _LIFT:
+        m = int(_LIFT - x) + 1
+    t = 1.0 / (x + m)
+    return m, t, t * t
+
+
+@numba.njit(cache=True)
 def polygamma_pos(n: int, x: float) -> float:
     """ψ⁽ⁿ⁾(x) for n ∈ {1, 2, 3} and x > 0 (NaN for x ≤ 0 or NaN, 0 at +inf)."""
     if not x > 0.0:
         return np.nan
     if x == np.inf:
         return 0.0
-    m = 0
-    if x < _LIFT:
-        m = int(_LIFT - x) + 1
-    z = x + m
-    t = 1.0 / z
-    t2 = t * t
+    m, t, t2 = _lifted(x)
     q = 0.0
     for k in range(_SERIES.shape[1] - 1, -1, -1):
         q = q * t2 + _SERIES[n - 1, k]
@@ -137,12 +142,7 @@ def pentagamma(x: float) -> float:
 @numba.njit(cache=True)
 def trigamma_tetragamma(x: float) -> tuple[float, float]:
     """(ψ′(x), ψ″(x)) in one pass (x > 0 assumed)."""
-    m = 0
-    if x < _LIFT:
-        m = int(_LIFT - x) + 1
-    z = x + m
-    t = 1.0 / z
-    t2 = t * t
+    m, t, t2 = _lifted(x)
     q1 = 0.0
     q2 = 0.0
     for k in range(_SERIES.shape[1] - 1, -1, -1):

@@ -1,13 +1,21 @@
-"""Budget helpers: split a privacy budget over k releases, calibrate the Dirichlet mechanism to an
-(ε, δ)-DP target.
+"""Calibration: the least noise that meets a privacy budget, and splitting a budget over releases.
+
+The least-noise search
+----------------------
+Every estimator and mechanism that calibrates its noise to a budget does it with
+:func:`least_noise`: a predicate ``meets(x)`` (the privacy loss of noise parameter x, converted by
+the tightest valid rule the caller uses, is at most the target) that is monotone in x is
+bracketed by doubling/halving and bisected in log x down to a few ulp; the value returned always
+meets the target. :func:`largest_target` is the same search for the largest per-release target
+(a privacy parameter instead of a noise scale), and :func:`first_meeting` moves a closed-form or
+root-finder value float by float onto the side that meets the target.
 
 Splitting
 ---------
 RDP composes additively at every order (Mironov 2017, "Rényi Differential Privacy",
 Proposition 1), so k releases of a mechanism that is (λ, ε/k)-RDP are (λ, ε)-RDP. An (ε, δ)-DP
 target is met at order λ by the accountant's conversion (:func:`pymc_rdp.privacy.rdp.to_dp`; by
-default
-Balle et al. 2020, Theorem 21)
+default Balle et al. 2020, Theorem 21)
 
     ε_DP = ε_RDP(λ) + log((λ−1)/λ) − (log δ + log λ)/(λ−1),
 
@@ -23,22 +31,119 @@ curve, composed k times and converted with ``rdp.to_dp`` over all orders, is the
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
-from pymc_rdp._validation import as_float_array, check_count
+from pymc_rdp._validation import as_float_array, check_count, check_scalar
 from pymc_rdp.privacy import rdp as _rdp
-from pymc_rdp.privacy.mechanisms.dirichlet import DirichletMechanism
 
-__all__ = ["DPCalibration", "calibrate_dirichlet", "split_budget"]
+if TYPE_CHECKING:
+    from pymc_rdp.privacy.mechanisms.dirichlet import DirichletMechanism
+
+__all__ = [
+    "DPCalibration",
+    "calibrate_dirichlet",
+    "first_meeting",
+    "largest_target",
+    "least_noise",
+    "split_budget",
+]
 
 
-def _scalar(value: Any, name: str) -> float:
-    arr = as_float_array(value, name)
-    if arr.ndim != 0:
-        raise ValueError(f"{name} must be a scalar, got shape {arr.shape}")
-    return float(arr)
+def least_noise(
+    meets: Callable[[float], bool],
+    start: float,
+    *,
+    name: str = "epsilon",
+    log: bool = True,
+    rtol: float = 0.0,
+) -> float:
+    """The least noise parameter ``x > 0`` with ``meets(x)`` true, for ``meets`` monotone in x.
+
+    ``meets(x)`` must be False for small ``x`` and True for large ``x``. The search brackets the
+    threshold by doubling/halving from ``start`` and bisects (in ``log x`` when ``log``) until the
+    bracket holds adjacent floats, its width is below 4 ulp or below ``rtol`` relative; the upper
+    end, which meets the target, is returned.
+
+    Raises
+    ------
+    ValueError
+        Naming ``name``, if no finite x meets the target or every x down to 0 does.
+    """
+    hi = float(start)
+    for _ in range(2100):
+        if meets(hi):
+            break
+        hi *= 2.0
+        if not math.isfinite(hi):
+            break
+    else:  # pragma: no cover - defensive
+        hi = math.inf
+    if not math.isfinite(hi) or not meets(hi):
+        raise ValueError(f"{name} cannot be met by any finite amount of noise")
+    lo = hi
+    for _ in range(2100):
+        lo /= 2.0
+        if lo == 0.0:
+            raise ValueError(f"{name} is met with vanishing noise; the target is too loose")
+        if not meets(lo):
+            break
+    for _ in range(400):
+        mid = math.sqrt(lo * hi) if log else 0.5 * (lo + hi)
+        if not lo < mid < hi or hi - lo <= max(4 * math.ulp(hi), rtol * hi):
+            break
+        if meets(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def largest_target(
+    feasible: Callable[[float], bool],
+    start: float,
+    *,
+    name: str = "epsilon",
+    rtol: float = 0.0,
+) -> float:
+    """The largest ``x > 0`` with ``feasible(x)`` true, for ``feasible`` true for small x only.
+
+    The same search as :func:`least_noise`, on y = 1/x (bisection in log y is bisection in log x);
+    the value returned is one at which ``feasible`` was found true.
+    """
+    return 1.0 / least_noise(lambda y: feasible(1.0 / y), 1.0 / float(start), name=name, rtol=rtol)
+
+
+def first_meeting(
+    x: float,
+    meets: Callable[[float], bool],
+    *,
+    toward: float,
+    exact_steps: int = 10_000,
+    max_steps: int = 10_000,
+) -> float:
+    """Move ``x`` float by float toward ``toward`` until ``meets(x)``; ``x`` if it already meets.
+
+    For a value computed in closed form or by a root finder, a few rounding errors away from the
+    boundary of the target. After ``exact_steps`` single-ulp steps, step k moves by the relative
+    amount 2^k · 1e-16, so that far starts end in a bounded number of steps (``toward`` itself is
+    returned if it is passed); after ``max_steps`` the last value is returned as it is (callers
+    that need the target met check it).
+    """
+    down = toward < x
+    for step in range(max_steps):
+        if meets(x):
+            break
+        if step < exact_steps:
+            x = math.nextafter(x, toward)
+        else:
+            factor = 2.0**step * 1e-16
+            x = x * (1.0 - factor) if down else x * (1.0 + factor)
+        if (x <= toward) if down else (x >= toward):
+            return toward
+    return x
 
 
 def _conversion_offset(order: np.ndarray, delta: float, method: str) -> np.ndarray:
@@ -77,7 +182,7 @@ def split_budget(
         None: valid for any mechanism (the RDP conversion at each order). "gaussian" (with
         ``delta``): the releases are continuous Gaussian mechanisms, whose composition is exactly
         a Gaussian with μ² = Σ μᵢ² (Dong, Roth & Su 2019), so the budget is met exactly by μᵢ² =
-        μ*²/k with μ* = :func:`pymc_rdp.privacy.tight_accounting.gaussian_mu` (ε, δ) (Balle & Wang
+        μ*²/k with μ* = :func:`pymc_rdp.privacy.gaussian_profile.gaussian_mu` (ε, δ) (Balle & Wang
         2018): the per-release target at λ is λ μ*²/(2k) · (1 − 1e-12) (the RDP curve of such a
         Gaussian, a margin against rounding), larger than the conversion's and only valid for
         Gaussian releases.
@@ -91,7 +196,7 @@ def split_budget(
         conversion offset alone exceeds ε (the conversion's KL rule, which maps curves below about
         δ²/k to ε = 0, is not used for this negligible budget).
     """
-    eps = _scalar(epsilon, "epsilon")
+    eps = check_scalar(epsilon, "epsilon")
     if not (eps > 0 and math.isfinite(eps)):
         raise ValueError(f"epsilon must be finite and > 0, got {eps!r}")
     kk = check_count(k, "k")
@@ -102,7 +207,7 @@ def split_budget(
                 raise ValueError("order must be > 1")
             return np.full(lam.shape, eps / kk) if lam.ndim else eps / kk
         return eps / kk
-    d = _scalar(delta, "delta")
+    d = check_scalar(delta, "delta")
     if not 0.0 < d < 1.0:
         raise ValueError(f"delta must lie in the open interval (0, 1), got {d!r}")
     if order is None:
@@ -117,7 +222,7 @@ def split_budget(
     if mechanism == "gaussian":
         if not np.isfinite(lam).all():
             raise ValueError("order must be finite for Gaussian releases")
-        from pymc_rdp.privacy.tight_accounting import gaussian_mu
+        from pymc_rdp.privacy.gaussian_profile import gaussian_mu
 
         mu = gaussian_mu(eps, d)
         x = lam * (mu * mu / (2.0 * kk)) * (1.0 - 1e-12)
@@ -130,12 +235,7 @@ def split_budget(
         def meets(v: float, grid: np.ndarray = grid) -> bool:
             return _rdp.to_dp(grid, np.array([kk * v]), d, method=method)[0] <= eps
 
-        v = float(x[i])
-        steps = 0
-        while v > 0.0 and not meets(v):
-            v = math.nextafter(v, 0.0) if steps < 8 else v * (1.0 - 2.0**steps * 1e-16)
-            steps += 1
-        x[i] = v
+        x[i] = first_meeting(float(x[i]), meets, toward=0.0, exact_steps=8, max_steps=2**31)
     return x.reshape(lam.shape) if lam.ndim else float(x[0])
 
 
@@ -196,8 +296,8 @@ def calibrate_dirichlet(
         ``(mechanism, order, rdp_epsilon, epsilon)``: the mechanism, the order it was calibrated
         at, the per-release RDP ε there and the (ε, δ)-DP ε of ``count`` releases (≤ target).
     """
-    eps = _scalar(epsilon, "epsilon")
-    d = _scalar(delta, "delta")
+    eps = check_scalar(epsilon, "epsilon")
+    d = check_scalar(delta, "delta")
     if not 0.0 < d < 1.0:
         raise ValueError(f"delta must lie in the open interval (0, 1), got {d!r}")
     kk = check_count(count, "count")
@@ -221,6 +321,8 @@ def calibrate_dirichlet(
     kwargs: dict[str, Any] = {"alpha0": alpha0, "scheme": scheme}
     if alpha is not None:
         kwargs["alpha"] = alpha
+    from pymc_rdp.privacy.mechanisms.dirichlet import DirichletMechanism
+
     batch = DirichletMechanism.calibrate(per, cand, l2_sensitivity, linf_sensitivity, **kwargs)
     if objective == "pseudocount":
         score = batch.alpha_min / batch.r
@@ -241,18 +343,10 @@ def calibrate_dirichlet(
     # curve increases with r at every order, so bisection in log x applies).
     results = []
     for i in np.argsort(score, kind="stable")[:refine]:
-        lam, lo = float(cand[i]), float(per[i])
-        hi = lo * 2.0
-        while dp_eps(build(hi, lam)) <= eps and hi < 1e6 * lo:
-            lo, hi = hi, hi * 2.0
-        for _ in range(60):
-            mid = math.sqrt(lo * hi)
-            if not lo < mid < hi or hi / lo - 1.0 < 1e-13:
-                break
-            if dp_eps(build(mid, lam)) <= eps:
-                lo = mid
-            else:
-                hi = mid
+        lam = float(cand[i])
+        lo = largest_target(
+            lambda x, lam=lam: dp_eps(build(x, lam)) <= eps, float(per[i]), rtol=1e-13
+        )
         m = build(lo, lam)
         s_val = float(m.alpha_min / m.r) if objective == "pseudocount" else -float(m.r)
         results.append((s_val, lam, lo, m))

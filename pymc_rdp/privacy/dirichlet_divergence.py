@@ -40,6 +40,7 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from pymc_rdp._validation import check_orders, check_positive
+from pymc_rdp.privacy.neighbours import NEIGHBOURS, check_neighbours
 
 __all__ = [
     "NEIGHBOURS",
@@ -48,8 +49,6 @@ __all__ = [
     "log_beta",
     "renyi_divergence",
 ]
-
-NEIGHBOURS = ("replace-one", "add-remove")
 
 
 def log_beta(u: Any) -> np.ndarray:
@@ -257,8 +256,7 @@ def exact_histogram_rdp(
     numpy.ndarray
         ε*(λ) of the broadcast shape; ``inf`` where α′ ≤ (λ−1)s (replace-one) or α ≤ (λ−1)s.
     """
-    if neighbours not in NEIGHBOURS:
-        raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
+    check_neighbours(neighbours)
     _, lam_s, finite, s, al, al_to = _prepare(orders, r, alpha, linf_sensitivity, alpha_to)
     y = al_to if neighbours == "replace-one" else al
     valid = finite & (y > (lam_s - 1.0) * s)

@@ -29,7 +29,7 @@ Ramdas, Rogers & Wu 2023, "Fully-Adaptive Composition in Differential Privacy")
 :class:`GaussianFilter` (Smith & Thakurta 2022, "Fully Adaptive Composition for Gaussian
 Differential Privacy"; Koskela, Tobaben & Honkela 2023)
     Gaussian mechanisms only: accept while Σᵢ Δᵢ²/σᵢ² ≤ μ*² with μ* the largest μ for which a
-    μ-GDP mechanism is (ε, δ)-DP (:func:`pymc_rdp.privacy.tight_accounting.gaussian_mu`). The
+    μ-GDP mechanism is (ε, δ)-DP (:func:`pymc_rdp.privacy.gaussian_profile.gaussian_mu`). The
     filtered
     adaptive composition is μ*-GDP, so the exact Gaussian bound holds under adaptivity.
 
@@ -187,7 +187,7 @@ class GaussianFilter(_Filter):
 
     def __init__(self, epsilon: float, delta: float) -> None:
         super().__init__(epsilon, delta)
-        from pymc_rdp.privacy.tight_accounting import gaussian_mu
+        from pymc_rdp.privacy.gaussian_profile import gaussian_mu
 
         self.mu2_budget = gaussian_mu(self.epsilon, self.delta) ** 2 * (1.0 - 1e-12)
         self.mu2 = 0.0
@@ -211,6 +211,6 @@ class GaussianFilter(_Filter):
 
     def guarantee(self) -> float:
         """The exact ε at δ of the accepted releases' μ = √Σμᵢ² (≤ ``epsilon``)."""
-        from pymc_rdp.privacy.tight_accounting import gaussian_epsilon
+        from pymc_rdp.privacy.gaussian_profile import gaussian_epsilon
 
         return gaussian_epsilon(self.delta, math.sqrt(self.mu2))

@@ -16,7 +16,8 @@ for a ledger of releases, three bounds and says which applies:
     .. math:: \delta(\varepsilon) = \Phi(-\varepsilon/\mu + \mu/2)
               - e^{\varepsilon}\,\Phi(-\varepsilon/\mu - \mu/2).
 
-    :func:`gaussian_epsilon` solves δ(ε) = δ for ε (Brent's method on log δ(ε), which is
+    :func:`~pymc_rdp.privacy.gaussian_profile.gaussian_epsilon` (module
+    :mod:`pymc_rdp.privacy.gaussian_profile`) solves δ(ε) = δ for ε (Brent's method on log δ(ε),
     evaluated in log space with ``log_ndtr``; absolute error below 1e-12, then moved up to the
     first float that meets δ).
 
@@ -78,7 +79,14 @@ from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from scipy import optimize, special
+
+from pymc_rdp.privacy.gaussian_profile import (
+    check_delta_scalar,
+    gaussian_delta,
+    gaussian_epsilon,
+    gaussian_mu,
+    gaussian_sigma,
+)
 
 __all__ = [
     "MAX_PLD_KINDS",
@@ -131,142 +139,6 @@ def pld_available() -> bool:
     except ImportError:
         return False
     return True
-
-
-def _check_delta(delta: Any) -> float:
-    d = float(delta)
-    if not 0.0 < d < 1.0:
-        raise ValueError(f"delta must lie in the open interval (0, 1), got {delta!r}")
-    return d
-
-
-def _check_mu(mu: Any) -> float:
-    m = float(mu)
-    if not m >= 0.0:  # also NaN
-        raise ValueError(f"mu must be >= 0, got {mu!r}")
-    return m
-
-
-# --------------------------------------------------------------------------------------------
-# the analytic Gaussian (Balle & Wang 2018)
-
-
-def _log_delta(eps: float, mu: float) -> float:
-    """log δ_μ(ε), −inf where the difference rounds to ≤ 0."""
-    la = float(special.log_ndtr(-eps / mu + mu / 2.0))
-    lb = eps + float(special.log_ndtr(-eps / mu - mu / 2.0))
-    if not lb < la:
-        return -math.inf
-    return la + math.log1p(-math.exp(lb - la))
-
-
-def gaussian_delta(epsilon: float, mu: float) -> float:
-    r"""δ(ε) of a μ-GDP (Gaussian) mechanism.
-
-    .. math:: \delta(\varepsilon) = \Phi(-\varepsilon/\mu + \mu/2)
-              - e^{\varepsilon}\Phi(-\varepsilon/\mu - \mu/2)
-
-    (Balle & Wang 2018, Theorem 8; Dong, Roth & Su 2019, Corollary 2.13), in log space.
-
-    Parameters
-    ----------
-    epsilon : float
-        ε ≥ 0.
-    mu : float
-        μ = Δ/σ ≥ 0 (for a composition √Σ kᵢΔᵢ²/σᵢ²).
-    """
-    eps = float(epsilon)
-    if not eps >= 0.0:
-        raise ValueError(f"epsilon must be >= 0, got {epsilon!r}")
-    m = _check_mu(mu)
-    if m == 0.0:
-        return 0.0
-    if math.isinf(m):
-        return 1.0
-    return math.exp(_log_delta(eps, m))
-
-
-def gaussian_epsilon(delta: float, mu: float) -> float:
-    """The least ε with δ_μ(ε) ≤ δ for a μ-GDP mechanism (0 when δ_μ(0) ≤ δ).
-
-    Brent's method on ``log δ_μ(ε) − log δ`` (decreasing in ε) in a bracket [0, hi], hi from
-    ε ≤ μ²/2 + μ√(2 log(1/δ)) (doubled until it brackets), to an absolute tolerance of 1e-13;
-    the root is then moved up float by float until it meets δ, so the result is a valid ε
-    within about 1e-12 of the exact one.
-    """
-    d = _check_delta(delta)
-    m = _check_mu(mu)
-    if m == 0.0:
-        return 0.0
-    if math.isinf(m):
-        return math.inf
-    log_d = math.log(d)
-
-    def f(e: float) -> float:
-        return _log_delta(e, m) - log_d
-
-    if f(0.0) <= 0.0:
-        return 0.0
-    hi = m * m / 2.0 + m * math.sqrt(2.0 * -log_d) + 1e-12
-    while f(hi) > 0.0:
-        hi *= 2.0
-        if not math.isfinite(hi):  # pragma: no cover - defensive
-            return math.inf
-    eps = float(optimize.brentq(f, 0.0, hi, xtol=1e-13, rtol=8.9e-16, maxiter=500))
-    for _ in range(10_000):
-        if f(eps) <= 0.0:
-            break
-        eps = math.nextafter(eps, math.inf)
-    return eps
-
-
-def gaussian_mu(epsilon: float, delta: float) -> float:
-    """The largest μ with δ_μ(ε) ≤ δ: the most sensitivity per noise an (ε, δ) target allows.
-
-    δ_μ(ε) increases with μ; Brent's method on ``log δ_μ(ε) − log δ`` in log μ, then moved down
-    float by float until it meets δ.
-    """
-    eps = float(epsilon)
-    if not (eps > 0.0 and math.isfinite(eps)):
-        raise ValueError(f"epsilon must be finite and > 0, got {epsilon!r}")
-    d = _check_delta(delta)
-    log_d = math.log(d)
-
-    def g(log_mu: float) -> float:
-        return _log_delta(eps, math.exp(log_mu)) - log_d
-
-    lo, hi = -1.0, 1.0
-    while g(lo) > 0.0:
-        lo -= 2.0
-    while g(hi) <= 0.0:
-        hi += 2.0
-    mu = math.exp(float(optimize.brentq(g, lo, hi, xtol=1e-15, rtol=8.9e-16, maxiter=500)))
-    for _ in range(10_000):
-        if _log_delta(eps, mu) <= log_d:
-            break
-        mu = math.nextafter(mu, 0.0)
-    return mu
-
-
-def gaussian_sigma(epsilon: float, delta: float, sensitivity: float = 1.0, count: int = 1) -> float:
-    """The least σ such that ``count`` Gaussian releases of ℓ2 sensitivity Δ meet (ε, δ) exactly.
-
-    σ = Δ √count / μ*(ε, δ) (:func:`gaussian_mu`), moved up float by float until
-    ``gaussian_epsilon(δ, √(count Δ²/σ²)) <= ε`` with μ computed as the ledger computes it.
-    """
-    sens = float(sensitivity)
-    if not (sens > 0 and math.isfinite(sens)):
-        raise ValueError(f"sensitivity must be finite and > 0, got {sensitivity!r}")
-    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
-        raise ValueError(f"count must be an integer >= 1, got {count!r}")
-    eps = float(epsilon)
-    mu = gaussian_mu(eps, delta)
-    sigma = sens * math.sqrt(int(count)) / mu
-    for _ in range(10_000):
-        if gaussian_epsilon(delta, math.sqrt(int(count) * (sens / sigma) ** 2)) <= eps:
-            break
-        sigma = math.nextafter(sigma, math.inf)
-    return sigma
 
 
 # --------------------------------------------------------------------------------------------
@@ -483,7 +355,7 @@ def pld_epsilon(
     ImportError
         If dp-accounting is not installed (``pip install pymc-rdp[pld]``).
     """
-    d = _check_delta(delta)
+    d = check_delta_scalar(delta)
     plan = rows if isinstance(rows, LedgerPlan) else ledger_plan(rows)
     if plan.unsupported:
         raise ValueError(
@@ -563,7 +435,7 @@ def ledger_epsilon(
     """
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    d = _check_delta(delta)
+    d = check_delta_scalar(delta)
     rdp_eps = float(rdp_epsilon)
     if method == "rdp":
         return TightEpsilon(rdp_eps, "rdp", d, {"rdp": rdp_eps})

@@ -11,8 +11,8 @@ import pytest
 from pymc_rdp.privacy import rdp
 from pymc_rdp.privacy.accountant import BudgetExceededError
 from pymc_rdp.privacy.filters import GaussianFilter, RenyiFilter
+from pymc_rdp.privacy.gaussian_profile import gaussian_epsilon
 from pymc_rdp.privacy.mechanisms import GaussianMechanism, LaplaceMechanism, RandomizedResponse
-from pymc_rdp.privacy.tight_accounting import gaussian_epsilon
 
 
 def _filters(eps: float, delta: float) -> dict:

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, special, stats
 
-from pymc_rdp.privacy import rdp
+from pymc_rdp.privacy import _series, rdp
 
 ORDERS = rdp.DEFAULT_ORDERS
 DPA_ORDERS = np.asarray(dpa_rdp.DEFAULT_RDP_ORDERS, dtype=np.float64)
@@ -296,10 +296,10 @@ def test_paths_agree(t: float, p: float, alpha: float) -> None:
 def test_laplace_series_coefficients_are_exact() -> None:
     """a₂ = α/2, a₃ = −α/6, a₄ = α(1 + 2α − 2α²)/24, a_k(1) = (−1)^k/k!, and 60-digit Taylor."""
     for alpha in (1.0, 1.1, 2.0, 17.5, 1e6):
-        a = rdp._laplace_coefficients(alpha)
+        a = _series._laplace_coefficients(alpha)
         assert a[0] == alpha / 2 and a[1] == pytest.approx(-alpha / 6, rel=1e-16)
         assert a[2] == pytest.approx(alpha * (1 + 2 * alpha - 2 * alpha**2) / 24, rel=1e-15)
-    one = rdp._laplace_coefficients(1.0)
+    one = _series._laplace_coefficients(1.0)
     np.testing.assert_array_equal(
         one, [(-1) ** k / math.factorial(k) for k in range(2, 2 + len(one))]
     )
@@ -312,7 +312,7 @@ def test_laplace_series_coefficients_are_exact() -> None:
         8,
     )
     np.testing.assert_allclose(
-        rdp._laplace_coefficients(3.0)[:7], [float(c) for c in taylor[2:9]], rtol=1e-15
+        _series._laplace_coefficients(3.0)[:7], [float(c) for c in taylor[2:9]], rtol=1e-15
     )
 
 
@@ -328,7 +328,7 @@ def test_randomized_response_series_coefficients() -> None:
     # λ ε = K(λ): the coefficient of λ^{n−1} in ε is the one of λ^n in K
     pf = float(p)
     q, gap = 1.0 - pf, 2.0 * pf - 1.0
-    c = rdp._rr_coefficients(
+    c = _series._rr_coefficients(
         np.array([pf]), np.array([q]), np.array([gap]), np.array([math.log1p(gap / q)])
     )[0]
     assert gap * math.log1p(gap / q) == pytest.approx(float(taylor[1]), rel=1e-15)

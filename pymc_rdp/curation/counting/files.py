@@ -3,7 +3,7 @@
 ``read_frame(path, "duckdb")`` returns a DuckDB relation over the file and
 ``read_frame(path, "polars")`` a Polars ``LazyFrame``: nothing is loaded until a count runs, and
 then the engine streams through the file and keeps only its grouped aggregate. The pandas
-reader of the command line (:func:`pymc_rdp.cli.read_table`) loads the whole file instead.
+reader of the command line (:func:`pymc_rdp.cli.io.read_table`) loads the whole file instead.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pymc_rdp._validation import as_float_array
-from pymc_rdp.privacy.mechanisms.base import Mechanism, check_positive_scalar, resolve_orders
+from pymc_rdp._validation import as_float_array, check_positive_scalar
+from pymc_rdp.privacy.mechanisms.base import Mechanism, resolve_orders
 from pymc_rdp.privacy.mechanisms.noise import resolve_noise_source
 
 __all__ = ["AdditiveNoiseMechanism"]

@@ -34,7 +34,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pymc_rdp._validation import as_float_array, check_orders
+from pymc_rdp._validation import (
+    as_float_array,
+    check_orders,
+    check_positive_scalar,
+    check_scalar,
+)
+from pymc_rdp.privacy.calibration import least_noise
 
 __all__ = [
     "Mechanism",
@@ -99,22 +105,6 @@ def mechanism_from_dict(d: dict[str, Any]) -> Mechanism:
         raise ValueError(f"d['name'] = {name!r} is not a registered mechanism (known: {known})")
     params = {k: v for k, v in d.items() if k != "name"}
     return cls.from_params(params)
-
-
-def check_scalar(value: Any, name: str, *, allow_inf: bool = False) -> float:
-    """A real scalar as a Python float (NaN refused, infinities unless allowed)."""
-    arr = as_float_array(value, name, allow_inf=allow_inf)
-    if arr.ndim != 0:
-        raise ValueError(f"{name} must be a scalar, got an array of shape {arr.shape}")
-    return float(arr)
-
-
-def check_positive_scalar(value: Any, name: str) -> float:
-    """A finite scalar > 0 as a Python float."""
-    x = check_scalar(value, name)
-    if not x > 0:
-        raise ValueError(f"{name} must be > 0, got {x!r}")
-    return x
 
 
 _TRUSTED_ORDERS: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
@@ -202,45 +192,6 @@ class Mechanism(abc.ABC):
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.params().items())
         return f"{type(self).__name__}({args})"
-
-
-def least_noise(
-    meets: Callable[[float], bool], start: float, *, name: str = "epsilon", log: bool = True
-) -> float:
-    """The least noise parameter ``x > 0`` with ``meets(x)`` true, for ``meets`` monotone in x.
-
-    ``meets(x)`` must be False for small ``x`` and True for large ``x``. The search brackets the
-    threshold by doubling/halving from ``start`` and bisects (in ``log x`` when ``log``) until the
-    bracket holds adjacent floats or its relative width is below 4 ulp; the upper end, which meets
-    the target, is returned.
-    """
-    hi = float(start)
-    for _ in range(2100):
-        if meets(hi):
-            break
-        hi *= 2.0
-        if not math.isfinite(hi):
-            break
-    else:  # pragma: no cover - defensive
-        hi = math.inf
-    if not math.isfinite(hi) or not meets(hi):
-        raise ValueError(f"{name} cannot be met by any finite amount of noise")
-    lo = hi
-    for _ in range(2100):
-        lo /= 2.0
-        if lo == 0.0:
-            raise ValueError(f"{name} is met with vanishing noise; the target is too loose")
-        if not meets(lo):
-            break
-    for _ in range(400):
-        mid = math.sqrt(lo * hi) if log else 0.5 * (lo + hi)
-        if not lo < mid < hi or hi - lo <= 4 * math.ulp(hi):
-            break
-        if meets(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi
 
 
 class CalibrationTarget:

@@ -28,12 +28,13 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import logsumexp
 
-from pymc_rdp._validation import as_float_array
+from pymc_rdp._validation import as_float_array, check_positive
 from pymc_rdp.privacy import _kernels
 from pymc_rdp.privacy import rdp as _rdp
-from pymc_rdp.privacy.dirichlet_divergence import NEIGHBOURS, exact_histogram_rdp
+from pymc_rdp.privacy.dirichlet_divergence import exact_histogram_rdp
 from pymc_rdp.privacy.mechanisms.base import Mechanism, resolve_orders
 from pymc_rdp.privacy.mechanisms.noise import resolve_noise_source
+from pymc_rdp.privacy.neighbours import check_neighbours
 
 __all__ = ["DirichletMechanism"]
 
@@ -43,18 +44,10 @@ _CALIBRATION_MARGIN = 1e-14  # the numpy path solves for ε(1 − margin), then 
 
 
 def check_setting(analysis: str, neighbours: str) -> None:
-    """ValueError unless ``analysis`` is in ``ANALYSES`` and ``neighbours`` in ``NEIGHBOURS``."""
+    """ValueError unless ``analysis`` is in ``ANALYSES`` and ``neighbours`` a known relation."""
     if analysis not in ANALYSES:
         raise ValueError(f"analysis must be one of {ANALYSES}, got {analysis!r}")
-    if neighbours not in NEIGHBOURS:
-        raise ValueError(f"neighbours must be one of {NEIGHBOURS}, got {neighbours!r}")
-
-
-def _positive_array(value: Any, name: str) -> np.ndarray:
-    arr = as_float_array(value, name)
-    if (arr <= 0).any():
-        raise ValueError(f"{name} must be > 0, got min {arr.min()!r}")
-    return arr
+    check_neighbours(neighbours)
 
 
 def _to_json(arr: np.ndarray) -> float | list:
@@ -106,10 +99,10 @@ class DirichletMechanism(Mechanism):
         neighbours: str = "replace-one",
     ) -> None:
         check_setting(analysis, neighbours)
-        self.r = _positive_array(r, "r")
-        self.alpha = _positive_array(alpha, "alpha")
-        self.l2_sensitivity = _positive_array(l2_sensitivity, "l2_sensitivity")
-        self.linf_sensitivity = _positive_array(linf_sensitivity, "linf_sensitivity")
+        self.r = check_positive(r, "r")
+        self.alpha = check_positive(alpha, "alpha")
+        self.l2_sensitivity = check_positive(l2_sensitivity, "l2_sensitivity")
+        self.linf_sensitivity = check_positive(linf_sensitivity, "linf_sensitivity")
         self.analysis = analysis
         self.neighbours = neighbours
         try:
@@ -340,21 +333,21 @@ class DirichletMechanism(Mechanism):
         """
         if scheme not in SCHEMES:
             raise ValueError(f"scheme must be one of {SCHEMES}, got {scheme!r}")
-        eps = _positive_array(epsilon, "epsilon")
+        eps = check_positive(epsilon, "epsilon")
         lam = as_float_array(order, "order")
         if (lam <= 1).any():
             raise ValueError(f"order must be > 1, got min {lam.min()!r}")
-        d2 = _positive_array(l2_sensitivity, "l2_sensitivity")
-        dinf = _positive_array(linf_sensitivity, "linf_sensitivity")
+        d2 = check_positive(l2_sensitivity, "l2_sensitivity")
+        dinf = check_positive(linf_sensitivity, "linf_sensitivity")
         if scheme == "paper":
             if alpha is not None:
                 raise ValueError("alpha is only used with scheme='fixed-alpha' (use alpha0)")
-            base = _positive_array(alpha0, "alpha0")
+            base = check_positive(alpha0, "alpha0")
             cat_alpha = None
         else:
             if alpha is None:
                 raise ValueError("alpha is required with scheme='fixed-alpha'")
-            cat_alpha = _positive_array(alpha, "alpha")
+            cat_alpha = check_positive(alpha, "alpha")
             base = cat_alpha if cat_alpha.ndim == 0 else cat_alpha.min(axis=-1)
         named = {
             "epsilon": eps,

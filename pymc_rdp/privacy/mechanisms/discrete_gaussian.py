@@ -17,8 +17,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from pymc_rdp._validation import check_positive_scalar
 from pymc_rdp.privacy import rdp as _rdp
-from pymc_rdp.privacy.mechanisms.base import CalibrationTarget, check_positive_scalar
+from pymc_rdp.privacy.mechanisms.base import CalibrationTarget
 from pymc_rdp.privacy.mechanisms.discrete import DiscreteNoiseMechanism
 from pymc_rdp.privacy.mechanisms.exact_sampling import discrete_gaussian as _sample
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any, ClassVar
 
+from pymc_rdp._validation import check_positive_scalar
 from pymc_rdp.privacy import rdp as _rdp
-from pymc_rdp.privacy.mechanisms.base import CalibrationTarget, check_positive_scalar, least_noise
+from pymc_rdp.privacy.calibration import least_noise
+from pymc_rdp.privacy.mechanisms.base import CalibrationTarget
 from pymc_rdp.privacy.mechanisms.discrete import DiscreteNoiseMechanism
 from pymc_rdp.privacy.mechanisms.exact_sampling import discrete_laplace as _sample
 

@@ -13,12 +13,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from pymc_rdp._validation import check_positive_scalar
 from pymc_rdp.privacy import rdp as _rdp
 from pymc_rdp.privacy.mechanisms.additive import AdditiveNoiseMechanism
-from pymc_rdp.privacy.mechanisms.base import (
-    CalibrationTarget,
-    check_positive_scalar,
-)
+from pymc_rdp.privacy.mechanisms.base import CalibrationTarget
 
 __all__ = ["GaussianMechanism"]
 
@@ -92,7 +90,7 @@ class GaussianMechanism(AdditiveNoiseMechanism):
         target = CalibrationTarget(epsilon, order, delta, orders, allow_inf_order=False)
         sens = check_positive_scalar(sensitivity, "sensitivity")
         if target.delta is not None and method != "rdp":
-            from pymc_rdp.privacy.tight_accounting import gaussian_sigma
+            from pymc_rdp.privacy.gaussian_profile import gaussian_sigma
 
             return cls(gaussian_sigma(target.epsilon, target.delta, sens), sens)
         return cls(target.least_gaussian_sigma(_rdp.gaussian, sens), sens)

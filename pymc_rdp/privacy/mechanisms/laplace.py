@@ -14,13 +14,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from pymc_rdp._validation import check_positive_scalar
 from pymc_rdp.privacy import rdp as _rdp
+from pymc_rdp.privacy.calibration import least_noise
 from pymc_rdp.privacy.mechanisms.additive import AdditiveNoiseMechanism
-from pymc_rdp.privacy.mechanisms.base import (
-    CalibrationTarget,
-    check_positive_scalar,
-    least_noise,
-)
+from pymc_rdp.privacy.mechanisms.base import CalibrationTarget
 
 __all__ = ["LaplaceMechanism"]
 

@@ -46,14 +46,10 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import logsumexp
 
+from pymc_rdp._validation import check_positive_scalar, check_scalar
 from pymc_rdp.privacy import rdp as _rdp
-from pymc_rdp.privacy.mechanisms.base import (
-    CalibrationTarget,
-    Mechanism,
-    check_positive_scalar,
-    check_scalar,
-    least_noise,
-)
+from pymc_rdp.privacy.calibration import least_noise
+from pymc_rdp.privacy.mechanisms.base import CalibrationTarget, Mechanism
 from pymc_rdp.privacy.mechanisms.noise import NoiseSource, resolve_noise_source
 
 __all__ = ["ExponentialQuantile", "private_bins", "private_quantiles"]

@@ -16,14 +16,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from pymc_rdp._validation import check_scalar
 from pymc_rdp.privacy import rdp as _rdp
-from pymc_rdp.privacy.mechanisms.base import (
-    CalibrationTarget,
-    Mechanism,
-    check_scalar,
-    least_noise,
-    resolve_orders,
-)
+from pymc_rdp.privacy.calibration import least_noise
+from pymc_rdp.privacy.mechanisms.base import CalibrationTarget, Mechanism, resolve_orders
 from pymc_rdp.privacy.mechanisms.noise import resolve_noise_source
 
 __all__ = ["RandomizedResponse"]

@@ -1,0 +1,224 @@
+"""The settings of a run (:class:`FitConfig`), its result (:class:`FitResult`) and the kind of
+release of each mechanism (:func:`release_kind`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_DELTA",
+    "DEFAULT_EPSILON",
+    "INFERENCES",
+    "MECHANISMS",
+    "NEIGHBOURS",
+    "FitConfig",
+    "FitResult",
+    "ReleaseKind",
+    "release_kind",
+]
+
+MECHANISMS = ("dirichlet", "gaussian", "laplace")
+NEIGHBOURS = ("replace-one", "add-remove")
+INFERENCES = ("auto", "noise-aware", "joint", "naive")
+DEFAULT_EPSILON = 1.0
+DEFAULT_DELTA = 1e-6
+#: NUTS settings of a full run (the fast demo: 100, 100, 1)
+_SAMPLING = {"draws": 300, "tune": 300, "chains": 2}
+
+
+# ------------------------------------------------------------------------------ mechanisms
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseKind:
+    """What a mechanism publishes per family table.
+
+    Attributes
+    ----------
+    cpt_draw : bool
+        The release is the CPT itself, one Dirichlet-mechanism draw per row (nothing to infer,
+        one draw only); otherwise noisy integer counts.
+    noise : str or None
+        The noise added to the counts, in words (``None`` for a CPT draw).
+    """
+
+    cpt_draw: bool
+    noise: str | None
+
+
+def release_kind(mechanism: str) -> ReleaseKind:
+    """The kind of release of the mechanism named ``mechanism`` (one of :data:`MECHANISMS`).
+
+    The one place where the command line tells the mechanisms apart by name.
+    """
+    if mechanism == "dirichlet":
+        return ReleaseKind(cpt_draw=True, noise=None)
+    if mechanism == "gaussian":
+        return ReleaseKind(cpt_draw=False, noise="discrete Gaussian")
+    if mechanism == "laplace":
+        return ReleaseKind(cpt_draw=False, noise="discrete Laplace")
+    raise ValueError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+
+
+# ------------------------------------------------------------------------------ settings
+
+
+def _check_positive(name: str, value: Any, integer: bool = False) -> None:
+    if integer:
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class FitConfig:
+    """How a network is released and inferred: the settings of ``pymc-rdp fit`` and ``demo``.
+
+    Parameters
+    ----------
+    mechanism : {"dirichlet", "gaussian", "laplace"}
+        How each family table is released: one Dirichlet-mechanism draw per CPT row (Ponnoprat,
+        TMLR 2023), or exactly sampled discrete Gaussian/Laplace noise on the counts (Canonne,
+        Kamath & Steinke 2020).
+    epsilon : float
+        Total privacy budget ε > 0.
+    delta : float, optional
+        δ in (0, 1) of an (ε, δ)-DP budget; default :data:`DEFAULT_DELTA` unless ``order``.
+    order : float, optional
+        Rényi order λ > 1 of an RDP budget ε(λ) ≤ ε instead of an (ε, δ) budget.
+    neighbours : {"replace-one", "add-remove"}
+        The neighbouring relation of the guarantee.
+    inference : {"auto", "noise-aware", "joint", "naive"}
+        Gaussian/Laplace only: ``"auto"`` samples the exact posterior given the releases by
+        data augmentation (:class:`pymc_rdp.DataAugmentation`); ``"noise-aware"`` NUTS on the
+        per-family model, ``"joint"`` NUTS on one likelihood of all tables; ``"naive"`` the
+        clip-and-normalise CPTs.
+    draws, tune, chains : int, optional
+        NUTS settings (default 300, 300, 2; the fast demo 100, 100, 1); not with the Dirichlet
+        mechanism nor ``inference="naive"``, which sample nothing.
+    seed : int, optional
+        Seed of the posterior sampler (and of the demo's subsample), never of the privacy noise.
+    unsafe_noise_seed : int, optional
+        Reproducible privacy noise, for tests only: the releases are then NOT private (the
+        ledger and the report say so).
+
+    Raises
+    ------
+    ValueError
+        A setting out of range or not applicable to the mechanism, named.
+    """
+
+    mechanism: str = "dirichlet"
+    epsilon: float = DEFAULT_EPSILON
+    delta: float | None = None
+    order: float | None = None
+    neighbours: str = "replace-one"
+    inference: str = "auto"
+    draws: int | None = None
+    tune: int | None = None
+    chains: int | None = None
+    seed: int | None = None
+    unsafe_noise_seed: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, allowed in (
+            ("mechanism", MECHANISMS),
+            ("neighbours", NEIGHBOURS),
+            ("inference", INFERENCES),
+        ):
+            if getattr(self, name) not in allowed:
+                raise ValueError(
+                    f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}"
+                )
+        _check_positive("epsilon", self.epsilon)
+        if self.delta is not None and self.order is not None:
+            raise ValueError("give delta (an (ε, δ) budget) or order (an RDP budget), not both")
+        if self.delta is not None:
+            _check_positive("delta", self.delta)
+            if not self.delta < 1:
+                raise ValueError(f"delta must lie in (0, 1), got {self.delta!r}")
+        if self.order is not None:
+            _check_positive("order", self.order)
+            if not self.order > 1:
+                raise ValueError(f"order must be > 1, got {self.order!r}")
+        sampler = [k for k in ("draws", "tune", "chains") if getattr(self, k) is not None]
+        for k in sampler:
+            _check_positive(k, getattr(self, k), integer=True)
+        for k in ("seed", "unsafe_noise_seed"):
+            v = getattr(self, k)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
+                raise TypeError(f"{k} must be an integer, got {type(v).__name__}")
+            if v is not None and v < 0:
+                raise ValueError(f"{k} must be a non-negative integer, got {v!r}")
+        cpt_draw = release_kind(self.mechanism).cpt_draw
+        if cpt_draw and self.inference != "auto":
+            raise ValueError(
+                f"inference={self.inference!r} applies only to mechanism 'gaussian' or "
+                "'laplace': the Dirichlet mechanism releases the CPTs themselves"
+            )
+        if sampler and (cpt_draw or self.inference == "naive"):
+            why = f"mechanism {self.mechanism!r}" if cpt_draw else "inference 'naive'"
+            raise ValueError(f"{', '.join(sampler)}: not used with {why}, which samples nothing")
+
+    @property
+    def budget(self) -> tuple[float, float | None, float | None]:
+        """``(epsilon, order, delta)`` with the default δ applied to an (ε, δ) budget."""
+        if self.order is not None:
+            return float(self.epsilon), float(self.order), None
+        delta = DEFAULT_DELTA if self.delta is None else float(self.delta)
+        return float(self.epsilon), None, delta
+
+    def sampling(self, fast: bool = False) -> dict[str, int]:
+        """NUTS settings: the given ones, else short runs (a demo within a minute on 2 cores)."""
+        base = {"draws": 100, "tune": 100, "chains": 1} if fast else _SAMPLING
+        return {
+            k: int(v if getattr(self, k) is None else getattr(self, k)) for k, v in base.items()
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class FitResult:
+    """What a run produced.
+
+    Attributes
+    ----------
+    network : pymc_rdp.BayesianNetwork
+        The fitted network: its releases, accountant, CPTs and posterior.
+    idata : arviz.DataTree
+        The posterior draws of every CPT (``<variable>_cpt``), the ledger in its attributes.
+    summary : dict
+        The facts the report states: the guarantee, the inference used, the held-out
+        log-likelihood, the comparison frame of the demo, the files written.
+    out : pathlib.Path or None
+        The folder written, if any.
+    """
+
+    network: Any
+    idata: Any
+    summary: dict[str, Any]
+    out: Path | None = None
+
+    @property
+    def accountant(self) -> Any:
+        """The network's accountant (the privacy ledger of the run)."""
+        return self.network.accountant
+
+    @property
+    def guarantee(self) -> dict[str, Any]:
+        """The requested budget and what the ledger composes to."""
+        return self.summary["guarantee"]
+
+    @property
+    def test_log_likelihood(self) -> float | None:
+        """Mean held-out log-likelihood per scored record (``None`` without test records)."""
+        return self.summary["test_log_likelihood"]
