@@ -7,6 +7,12 @@ with its own parameters), composed sequentially and converted to (ε, δ).
   ``RdpAccountant.compose`` per event, then ``get_epsilon(δ)``.
 * batch: ``Accountant.spend_batch`` on the whole list, then ``epsilon(δ)``; against one
   ``RdpAccountant.compose(ComposedDpEvent([...]))``, then ``get_epsilon(δ)``.
+* with a budget: the same two on an accountant with an (ε, δ) budget 5% above the workload's ε,
+  so that every spend is checked (and admitted, the last ones close to the limit). dp-accounting
+  has no budget: the peer is its same unchecked run (a per-event ``get_epsilon`` would cost it
+  far more), so these ratios are conservative.
+* constructed in the loop: one at a time, each mechanism (and each dp-accounting event) built
+  from its parameters inside the timed loop.
 
 Our accountant works on ``rdp.DEFAULT_ORDERS`` (a superset of dp-accounting's default orders), so
 its ε can only be tighter. dp-accounting evaluates randomized response order by order in Python and
@@ -76,21 +82,30 @@ def _clock(name: str, t: float, c: float) -> float:
     return time.perf_counter() - t
 
 
-def ours_one_at_a_time(mechs, delta):
+def ours_one_at_a_time(mechs, delta, budget=None):
     t, c = time.perf_counter(), time.process_time()
-    acc = Accountant()
+    acc = Accountant(budget)
     for m in mechs:
         acc.spend(m)
     eps = acc.epsilon(delta)
     return _clock("ours_one_at_a_time", t, c), eps
 
 
-def ours_batch(mechs, delta):
+def ours_batch(mechs, delta, budget=None):
     t, c = time.perf_counter(), time.process_time()
-    acc = Accountant()
+    acc = Accountant(budget)
     acc.spend_batch(mechs)
     eps = acc.epsilon(delta)
     return _clock("ours_batch", t, c), eps
+
+
+def ours_constructed(specs, delta):
+    t, c = time.perf_counter(), time.process_time()
+    acc = Accountant()
+    for cls, noise, sens in specs:
+        acc.spend(cls(noise, sens))
+    eps = acc.epsilon(delta)
+    return _clock("ours_constructed", t, c), eps
 
 
 def dpa_one_at_a_time(events, delta):
@@ -100,6 +115,18 @@ def dpa_one_at_a_time(events, delta):
         acc.compose(e)
     eps = acc.get_epsilon(delta)
     return _clock("dpa_one_at_a_time", t, c), eps
+
+
+def dpa_constructed(specs, delta):
+    t, c = time.perf_counter(), time.process_time()
+    acc = new_dpa()
+    for cls, noise, sens in specs:
+        if cls is GaussianMechanism:
+            acc.compose(dp_accounting.GaussianDpEvent(noise / sens))
+        else:
+            acc.compose(dp_accounting.LaplaceDpEvent(noise / sens))
+    eps = acc.get_epsilon(delta)
+    return _clock("dpa_constructed", t, c), eps
 
 
 def dpa_batch(events, delta):
@@ -113,17 +140,26 @@ def dpa_batch(events, delta):
 class _Runs:
     """Wall and CPU times of repeated calls of one timed function."""
 
-    def __init__(self, fn) -> None:
-        self.fn, self.wall, self.cpu, self.eps = fn, [], [], None
+    def __init__(self, fn, **kwargs) -> None:
+        self.fn, self.kwargs, self.wall, self.cpu, self.eps = fn, kwargs, [], [], None
 
     def __call__(self, *args):
-        w, self.eps = self.fn(*args)
+        w, self.eps = self.fn(*args, **self.kwargs)
         self.wall.append(w)
         self.cpu.append(_CPU[self.fn.__name__])
         return w, self.eps
 
     def med(self, cpu: bool = False) -> float:
         return statistics.median(self.cpu if cpu else self.wall)
+
+
+def _ratio_line(label: str, ours: _Runs, theirs: _Runs, scale: float) -> str:
+    t, d = ours.med(), theirs.med() * scale
+    tc, dc = ours.med(True), theirs.med(True) * scale
+    return (
+        f"{label:<28}: ours {t:8.3f} s   dp-accounting {d:8.3f} s   ratio {d / t:7.1f}x"
+        f"   (CPU {dc / tc:.1f}x)"
+    )
 
 
 def run(
@@ -139,9 +175,16 @@ def run(
     dpa_one_at_a_time(events[:50], delta)
     ours_batch(mechs[:50], delta)
     dpa_batch(events[:50], delta)
+    # a budget 5% above the workload's ε: every spend is checked and admitted
+    budget = (1.05 * _eps_of(mechs, delta), delta)
 
     o1, ob = _Runs(ours_one_at_a_time), _Runs(ours_batch)
+    o1b, obb = _Runs(ours_one_at_a_time, budget=budget), _Runs(ours_batch, budget=budget)
     p1, pb = _Runs(dpa_one_at_a_time), _Runs(dpa_batch)
+    gl = kinds == "gl"
+    if gl:
+        specs = [(type(m), m.noise, m.sensitivity) for m in mechs]
+        oc, pc = _Runs(ours_constructed), _Runs(dpa_constructed)
     if quick:
         idx = np.sort(
             np.random.default_rng(seed + 1).choice(n, size=min(quick_n, n), replace=False)
@@ -149,18 +192,25 @@ def run(
         sub_e = [events[i] for i in idx]
         sub_m = [mechs[i] for i in idx]
         scale = n / len(idx)
+        sub_specs = [specs[i] for i in idx] if gl else None
     else:
-        sub_e, scale = events, 1.0
+        sub_e, scale, sub_specs = events, 1.0, specs if gl else None
     for _ in range(repeat):
         o1(mechs, delta)
         ob(mechs, delta)
+        o1b(mechs, delta)
+        obb(mechs, delta)
         p1(sub_e, delta)
         pb(sub_e, delta)
-    t1, e1, tb, eb = o1.med(), o1.eps, ob.med(), ob.eps
-    d_t1, d1, d_tb = p1.med() * scale, p1.eps, pb.med() * scale
+        if gl:
+            oc(specs, delta)
+            pc(sub_specs, delta)
+    e1, eb, d1 = o1.eps, ob.eps, p1.eps
     if quick:
         _, e_sub = ours_one_at_a_time(sub_m, delta)
-        note = f"(--quick: timed on {len(idx)} random events, x{scale:g} extrapolated)"
+        note = (
+            f"(--quick: dp-accounting timed on {len(idx)} random events, x{scale:g} extrapolated)"
+        )
         eps_line = (
             f"epsilon on that subsample: ours {e_sub:.12g}  dp-accounting {d1:.12g}  "
             f"({'no looser' if e_sub <= d1 + 1e-12 else 'LOOSER'})"
@@ -175,27 +225,34 @@ def run(
         f"orders: ours {Accountant().orders.size} (superset of dp-accounting's "
         f"{new_dpa().orders.size})  {note}"
     )
+    print(f"medians of {repeat} interleaved runs, wall-clock (and CPU) ratios:")
+    print(_ratio_line("one at a time", o1, p1, scale))
+    print(_ratio_line("batch", ob, pb, scale))
+    print(_ratio_line("one at a time, budget", o1b, p1, scale))
+    print(_ratio_line("batch, budget", obb, pb, scale))
+    if gl:
+        print(_ratio_line("one at a time, constructed", oc, pc, scale))
     print(
-        f"one at a time: ours {t1:8.3f} s   dp-accounting {d_t1:8.3f} s   ratio {d_t1 / t1:7.1f}x"
-    )
-    print(
-        f"batch        : ours {tb:8.3f} s   dp-accounting {d_tb:8.3f} s   ratio {d_tb / tb:7.1f}x"
+        f"(budget: epsilon = {budget[0]:.6g} at delta = {delta:g}; its peer is the unchecked run)"
     )
     if repeat > 1:
-        print(f"(medians of {repeat} interleaved runs; every run, wall-clock seconds:)")
-        for label, ours, theirs in (("one at a time", o1, p1), ("batch", ob, pb)):
+        print("every run, wall-clock seconds:")
+        rows = [("one at a time", o1, p1), ("batch", ob, pb)]
+        rows += [("one at a time, budget", o1b, p1), ("batch, budget", obb, pb)]
+        rows += [("constructed", oc, pc)] if gl else []
+        for name, ours, theirs in rows:
             mine = " ".join(f"{w:.3f}" for w in ours.wall)
             other = " ".join(f"{w * scale:.3f}" for w in theirs.wall)
-            print(f"  {label}: ours {mine}  |  dp-accounting {other}")
-    print(
-        f"CPU time (median): one at a time ours {o1.med(True):.3f} s  dp-accounting "
-        f"{p1.med(True) * scale:.3f} s  ratio {p1.med(True) * scale / o1.med(True):.1f}x;  "
-        f"batch ours {ob.med(True):.3f} s  dp-accounting {pb.med(True) * scale:.3f} s  "
-        f"ratio {pb.med(True) * scale / ob.med(True):.1f}x"
-    )
+            print(f"  {name}: ours {mine}  |  dp-accounting {other}")
     print(eps_line)
-    if not quick:
-        print(f"epsilon (batch) equals one-at-a-time exactly: {eb == e1}")
+    same = e1 == eb == o1b.eps == obb.eps and (not gl or oc.eps == e1)
+    print(f"epsilon equal in every variant (one at a time, batch, budget, constructed): {same}")
+
+
+def _eps_of(mechs, delta) -> float:
+    acc = Accountant()
+    acc.spend_batch(mechs)
+    return acc.epsilon(delta)
 
 
 def main() -> None:

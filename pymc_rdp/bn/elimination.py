@@ -24,8 +24,10 @@ the conditional probability tables (CPTs):
     summed down to ``F_a ∪ F_b``. The ordinary messages ``m`` are shared by all sources. There is no
     division anywhere (no ``β / μ`` ratios), so gradients stay finite when probabilities are tiny.
 
-Both back ends work on numpy arrays or PyTensor tensors (the CPTs of a PyMC model); every product
-and sum is a sequence of two-operand ``einsum`` calls in a greedy order (``numpy.einsum_path``).
+:func:`family_marginal` gives ``P(parents of v)`` of one node by elimination over its ancestral
+closure. All of them work on numpy arrays or PyTensor tensors (the CPTs of a PyMC model); every
+product and sum is a sequence of two-operand ``einsum`` calls in a greedy order
+(``numpy.einsum_path``).
 """
 
 from __future__ import annotations
@@ -37,13 +39,14 @@ from typing import Any
 
 import numpy as np
 
-from pymc_rdp.bn.structure import NetworkStructure
+from pymc_rdp.bn.graph import NetworkStructure
 
 __all__ = [
     "MAX_ENUMERATION_STATES",
     "JunctionTree",
     "contract",
     "enumeration_marginals",
+    "family_marginal",
     "is_symbolic",
 ]
 
@@ -335,6 +338,42 @@ def enumeration_marginals(
     return [contract([(joint, structure.order)], tuple(u), symbolic=symbolic) for u in sets]
 
 
+def family_marginal(
+    structure: NetworkStructure,
+    node: str,
+    cpts: Mapping[str, Any],
+    cards: Mapping[str, int],
+    backend: str = "numpy",
+) -> Any:
+    """``P(parents of node = c)`` for every parent configuration ``c`` (flat, row-major).
+
+    The marginal of a set of nodes only involves their ancestral closure ``A``:
+
+    .. math:: P(x_{\\mathrm{pa}}) = \\sum_{x_{A \\setminus \\mathrm{pa}}} \\prod_{u \\in A}
+              P(x_u \\mid x_{\\mathrm{pa}(u)}),
+
+    (Koller & Friedman 2009, Sec. 9.3: variable elimination after pruning barren nodes),
+    evaluated as a sequence of two-operand contractions in numpy's greedy order
+    (:func:`contract`; one many-operand ``einsum`` would search its contraction order
+    exhaustively, which takes minutes for the closures of alarm). ``cpts[u]`` has shape
+    (configurations of u's parents, states of u). Works on numpy arrays or PyTensor tensors
+    (``backend="pytensor"``), so the same code gives the model's symbolic probabilities.
+    """
+    pars = structure.parents[node]
+    if not pars:
+        if backend == "numpy":
+            return np.ones(1)
+        import pytensor.tensor as pt
+
+        return pt.ones((1,), dtype="float64")
+    closure = structure.ancestors(pars)
+    factors = _cpt_factors(structure, cards, cpts, nodes=closure).values()
+    out = contract(list(factors), pars, symbolic=backend != "numpy")
+    if backend == "numpy":
+        return np.asarray(out, dtype=np.float64).reshape(-1)
+    return out.reshape((-1,))
+
+
 class JunctionTree:
     """A tree decomposition of a Bayesian network's moral graph, with CPTs assigned to bags.
 
@@ -418,10 +457,6 @@ class JunctionTree:
     def width(self) -> int:
         """Largest bag size minus one (the decomposition's width)."""
         return max(len(b) for b in self.bags) - 1
-
-    def largest_bag_states(self) -> int:
-        """Number of joint states of the largest bag."""
-        return max(int(np.prod([self.cards[v] for v in b])) for b in self.bags)
 
     def separator(self, i: int, j: int) -> tuple[str, ...]:
         """Nodes shared by bags ``i`` and ``j`` (topological order)."""

@@ -6,7 +6,10 @@ guarantee can be audited, and a ledger recomputed, without the modelling stack.
 * :mod:`.rdp` — orders, curves of the standard mechanisms, conversion to (ε, δ), interpretation.
 * :mod:`.mechanisms` — the mechanisms, each with its curve, its sensitivity rule and its exact
 sampler.
-* :mod:`.accountant` — the accountant and its tamper-evident ledger.
+* :mod:`.accountant` — the accountant and its tamper-evident ledger: the entry record and
+  group keys (:mod:`.ledger`), the composed curve (:mod:`.composition`), the entries' curves
+  (:mod:`.entry_curves`), the budget test (:mod:`.spending`), the ledger file
+  (:mod:`.ledger_codec`) and the readable report (:mod:`.ledger_report`).
 * :mod:`.calibration` — the least noise that meets a budget.
 * :mod:`.tight_accounting`, :mod:`.dp_events`, :mod:`.filters` — tight (ε, δ), dp-accounting events,
   privacy filters for adaptive composition.

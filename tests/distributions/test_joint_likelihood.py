@@ -398,3 +398,126 @@ def test_analytic_mvnormal_gradient_matches_autodiff(rng):
     # a covariance that is not positive definite gives -inf, not an exception
     bad = pytensor.function([y, mu, b], mvnormal_logp_chol(y, mu, b))
     assert bad(y0, mu0, -np.eye(m)) == -np.inf
+
+
+# ------------------------------------------------------------------ the observed private node
+
+
+def _potential_model(structure, cards, releases, n, sigma=None, b=None, method="enumeration"):
+    """The joint model written with the likelihood as a ``pm.Potential`` (the reference form)."""
+    import pymc as pm
+
+    lay = family_layout(structure, cards)
+    order = lay.structure.order
+    y = np.concatenate([np.asarray(releases[v], dtype=np.float64).reshape(-1) for v in order])
+    with pm.Model() as model:
+        theta = {}
+        for v, fam in zip(order, lay.families, strict=True):
+            shape = (int(np.prod([cards[u] for u in fam[:-1]])), cards[v])
+            theta[v] = pm.Dirichlet(f"{v}_cpt", a=np.ones(shape), shape=shape)
+        data = pm.Data("releases", y)
+        per_cell = np.diff(lay.offsets)
+        if sigma is not None:
+            kw = {"sigma": np.repeat(np.full(lay.n_families, sigma), per_cell)}
+        else:
+            scale = 2.0 * np.repeat(np.full(lay.n_families, b), per_cell) ** 2
+            kw = {"noise_variance": pm.Exponential("releases_omega", scale=scale, shape=y.shape)}
+        logp = joint_noisy_counts_logp(
+            data, n, lay.structure, lay.cards, theta, method=method, layout=lay, **kw
+        )
+        pm.Potential("joint_releases", logp)
+    return model
+
+
+@pytest.mark.parametrize(
+    ("noise", "method"), [("gaussian", "enumeration"), ("laplace", "junction_tree")]
+)
+def test_private_node_logp_equals_the_potential(noise, method, rng):
+    from pymc_rdp.distributions.joint_likelihood import JointReleasesRV
+
+    cpts = _random_cpts(SMALL, SMALL_CARDS, rng)
+    releases = _released_tables(SMALL, SMALL_CARDS, cpts, 300, 2.0, rng, noise=noise)
+    model = build_joint_model(
+        SMALL, SMALL_CARDS, releases, n=300, noise=noise, scale=2.0, method=method
+    )
+    node = model["joint_releases"]
+    assert [v.name for v in model.observed_RVs] == ["joint_releases"] and not model.potentials
+    assert isinstance(node.owner.op, JointReleasesRV)
+    kw = {"sigma": 2.0} if noise == "gaussian" else {"b": 2.0}
+    ref = _potential_model(SMALL, SMALL_CARDS, releases, 300.0, method=method, **kw)
+    fast = {"mode": "FAST_COMPILE"}
+    for seed in range(2):
+        point = {
+            k: v + np.random.default_rng(seed).normal(0, 0.3, size=np.shape(v))
+            for k, v in model.initial_point().items()
+        }
+        got = model.compile_logp(**fast)(point)
+        want = ref.compile_logp(**fast)(point)
+        assert np.isfinite(want) and got == pytest.approx(want, rel=1e-12)
+        np.testing.assert_allclose(
+            model.compile_dlogp(**fast)(point), ref.compile_dlogp(**fast)(point), rtol=1e-10
+        )
+
+
+def _joint_fit(mechanism="gaussian"):
+    """A BayesianNetwork fitted with the joint noise model (discrete Gaussian/Laplace releases)."""
+    import pandas as pd
+
+    from pymc_rdp.models.bayesian_network import BayesianNetwork
+    from pymc_rdp.privacy.mechanisms import UnsafeNoiseSeed
+
+    rng = np.random.default_rng(4)
+    structure = {"a": [], "b": ["a"], "c": ["a", "b"]}
+    df = pd.DataFrame({v: rng.integers(0, 2, size=300) for v in structure})
+    return BayesianNetwork(structure, states={v: [0, 1] for v in structure}).fit(
+        df,
+        mechanism=mechanism,
+        epsilon=2.0,
+        order=5.0,
+        noise_source=UnsafeNoiseSeed(1),
+        noise_model="joint",
+    )
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian", "laplace"])
+def test_ledger_lists_every_release_of_a_joint_fit(mechanism):
+    import pymc_rdp as pmr
+
+    bn = _joint_fit(mechanism)
+    (node,) = pmr.ledger(bn.model)
+    assert node["name"] == "joint_releases" and node["observed"] is True
+    assert node["kind"] == "joint_releases" and node["method"] == "enumeration"
+    assert node["noise"] == ("gaussian" if mechanism == "gaussian" else "laplace")
+    order = list(bn.structure.order)
+    assert [r["node"] for r in node["releases"]] == order
+    for r in node["releases"]:
+        release = bn.releases[r["node"]]
+        assert r["tag"] == release.tag == f"bn:{r['node']}"
+        assert r["mechanism"] == release.mechanism.to_dict()
+        assert r["mechanism"]["name"] == f"discrete_{mechanism}"
+        assert r["neighbours"] == release.neighbours
+        assert r["entry"] == {k: v for k, v in release.entry.items() if k != "curve"}
+    # one ledger entry per release charged by the accountant, with the same tags
+    assert sorted(e.tag for e in bn.accountant.ledger) == sorted(f"bn:{v}" for v in order)
+    # model transforms keep the record on the Op
+    assert pmr.ledger(bn.model.copy()) == [node]
+
+
+def test_forward_draws_of_the_joint_node_are_refused():
+    import pymc as pm
+
+    from pymc_rdp.distributions import RefusedDrawError
+
+    bn = _joint_fit()
+    with pytest.raises(RefusedDrawError, match=r"joint likelihood 'joint_releases'.*Nothing was"):
+        pm.sample_prior_predictive(draws=5, model=bn.model, random_seed=1)
+    with pytest.raises(RefusedDrawError, match="forward draw"):
+        pm.draw(bn.model["joint_releases"], random_seed=1)
+    # the priors of the CPTs still draw
+    prior = pm.sample_prior_predictive(draws=5, model=bn.model, var_names=["a_cpt"])
+    assert prior["prior"]["a_cpt"].shape[:2] == (1, 5)
+    with pytest.raises(ValueError, match="observed"):
+        with pm.Model():
+            from pymc_rdp.distributions.joint_likelihood import JointReleases
+
+            JointReleases("y", 10.0, np.ones(2), {}, layout=None, method="enumeration", record="{}")

@@ -13,12 +13,7 @@ import pytest
 from threadpoolctl import threadpool_limits
 
 from pymc_rdp import datasets
-from pymc_rdp.bn.structure import (
-    config_labels,
-    family_marginal,
-    family_table,
-    parse_structure,
-)
+from pymc_rdp.bn.tables import family_table
 from pymc_rdp.models.bayesian_network import NAIVE_FLOOR, BayesianNetwork
 from pymc_rdp.privacy import rdp
 from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError
@@ -62,31 +57,6 @@ def toy() -> pd.DataFrame:
 # ------------------------------------------------------------------------- structure
 
 
-def test_structure_forms_agree() -> None:
-    g = nx.DiGraph([("a", "b"), ("a", "c"), ("b", "c")])
-    s_dict, _ = parse_structure(STRUCTURE)
-    s_graph, _ = parse_structure(g)
-    assert s_dict.order == ("a", "b", "c")
-    assert s_dict.parents == s_graph.parents
-    assert set(s_dict.edges()) == set(g.edges())
-
-
-def test_structure_from_pgmpy_takes_state_names() -> None:
-    model = datasets.load_network("cancer")
-    s, states = parse_structure(model)
-    assert set(s.order) == set(model.nodes())
-    for v in s.order:
-        assert set(s.parents[v]) == set(model.get_parents(v))
-        assert states is not None and states[v] == list(model.get_cpds(v).state_names[v])
-
-
-def test_topological_order_puts_parents_first() -> None:
-    s, _ = parse_structure({"z": ["y"], "y": ["x"], "x": [], "w": ["x", "z"]})
-    pos = {v: i for i, v in enumerate(s.order)}
-    for v, ps in s.parents.items():
-        assert all(pos[p] < pos[v] for p in ps)
-
-
 def test_cycle_is_named() -> None:
     with pytest.raises(ValueError, match=r"cycle a -> b -> c -> a"):
         BayesianNetwork({"a": ["c"], "b": ["a"], "c": ["b"]})
@@ -107,55 +77,6 @@ def test_unknown_parent_and_bad_types() -> None:
         BayesianNetwork(STRUCTURE, states={"zz": [1]})
     with pytest.raises(ValueError, match="twice"):
         BayesianNetwork({"a": [], "b": ["a", "a"]})
-
-
-def test_family_table_counts_match_groupby(toy: pd.DataFrame) -> None:
-    bn = BayesianNetwork(STRUCTURE, states=STATES).fit(toy, mechanism="none")
-    cards = bn.cards
-    from pymc_rdp.bn.structure import encode_frame
-
-    codes = encode_frame(toy, bn.states)
-    table = family_table(codes, "c", ["a", "b"], cards)
-    assert table.shape == (6, 2) and table.dtype == np.int64
-    for (i, sa), (j, sb), (k, sc) in itertools.product(
-        enumerate(STATES["a"]), enumerate(STATES["b"]), enumerate(STATES["c"])
-    ):
-        n = int(((toy.a == sa) & (toy.b == sb) & (toy.c == sc)).sum())
-        assert table[i * 3 + j, k] == n
-    assert config_labels(["a", "b"], bn.states)[4] == "a=hi,b=1"
-
-
-def test_family_marginal_matches_brute_force_joint() -> None:
-    """P(parents) by variable elimination equals summing the full joint (asia)."""
-    model = datasets.load_network("asia")
-    s, states = parse_structure(model)
-    cards = {v: len(states[v]) for v in s.order}
-    cpts = {}
-    for v in s.order:
-        cpd = model.get_cpds(v).copy()
-        if s.parents[v]:
-            cpd.reorder_parents(list(s.parents[v]))
-        cpts[v] = np.asarray(cpd.get_values(), dtype=np.float64).T
-    joint = np.ones([cards[v] for v in s.order])
-    for v in s.order:
-        idx = [s.order.index(p) for p in s.parents[v]] + [s.order.index(v)]
-        shape = [1] * len(s.order)
-        for ax in idx:
-            shape[ax] = cards[s.order[ax]]
-        t = cpts[v].reshape([cards[p] for p in s.parents[v]] + [cards[v]])
-        perm = np.argsort(idx)
-        joint = joint * np.transpose(t, perm).reshape(shape)
-    assert joint.sum() == pytest.approx(1.0)
-    for v in s.order:
-        pars = s.parents[v]
-        if not pars:
-            continue
-        axes = tuple(i for i, u in enumerate(s.order) if u not in pars)
-        brute = joint.sum(axis=axes)
-        order = sorted(pars, key=s.order.index)
-        brute = np.transpose(brute, [order.index(p) for p in pars]).reshape(-1)
-        got = family_marginal(s, v, cpts, cards)
-        np.testing.assert_allclose(got, brute, rtol=1e-12, atol=1e-15)
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -451,7 +372,7 @@ def test_log_likelihood_and_synthetic_data(toy: pd.DataFrame) -> None:
 
 def _weighted_error(bn: BayesianNetwork, truth: dict[str, np.ndarray]) -> float:
     """Mean over families of Σ_c P(c) · TV(true row c, fitted row c)."""
-    from pymc_rdp.bn.structure import family_marginal as fm
+    from pymc_rdp.bn.elimination import family_marginal as fm
 
     errs = []
     for v in bn.nodes:
@@ -663,7 +584,9 @@ def test_noise_model_joint_builds_the_joint_likelihood() -> None:
     )
     assert bn.noise_model == "joint"
     assert sorted(v.name for v in bn.model.free_RVs) == ["a_cpt", "b_cpt", "c_cpt"]
-    assert [p.name for p in bn.model.potentials] == ["joint_releases"]
+    # the joint likelihood is one observed private node (no potential), listed by the ledger
+    assert bn.model.potentials == []
+    assert [v.name for v in bn.model.observed_RVs] == ["joint_releases"]
     # the same releases give the same density as the joint model built from the fitted network
     from pymc_rdp.distributions.joint_likelihood import joint_model_from_network
 
@@ -698,26 +621,6 @@ def test_noise_model_refuses_unknown_values() -> None:
         BayesianNetwork(STRUCTURE, states=STATES).fit(
             df, mechanism="gaussian", epsilon=1.0, order=5.0, noise_model="pairwise"
         )
-
-
-def test_family_marginal_symbolic_on_alarm_matches_numpy() -> None:
-    """The deepest ancestral closures of alarm contract pairwise (no exhaustive order search)."""
-    import pytensor
-
-    st, states = parse_structure(datasets.load_network("alarm"))
-    cards = {v: len(states[v]) for v in st.order}
-    rng = np.random.default_rng(0)
-    cpts = {
-        v: rng.dirichlet(np.ones(cards[v]), size=math.prod(cards[p] for p in st.parents[v]))
-        for v in st.order
-    }
-    deepest = max(st.order, key=lambda v: len(st.ancestors(st.parents[v])))
-    assert len(st.ancestors(st.parents[deepest])) >= 20
-    sym = {v: pytensor.shared(c) for v, c in cpts.items()}
-    got = pytensor.function([], family_marginal(st, deepest, sym, cards, backend="pytensor"))()
-    expected = family_marginal(st, deepest, cpts, cards)
-    np.testing.assert_allclose(got, expected, rtol=1e-12)
-    assert expected.sum() == pytest.approx(1.0)
 
 
 def test_per_family_prior_gives_dirichlet_cpt_rows() -> None:
@@ -759,7 +662,7 @@ def asia() -> tuple[pd.DataFrame, object]:
 
 
 def _exact_tables(bn: BayesianNetwork, df: pd.DataFrame) -> dict[str, np.ndarray]:
-    from pymc_rdp.bn.structure import encode_frame, family_table, validate_frame
+    from pymc_rdp.bn.tables import encode_frame, validate_frame
 
     codes = encode_frame(validate_frame(df, bn.nodes), bn.states)
     return {

@@ -580,6 +580,93 @@ def test_budget_decision_is_exactly_that_of_to_dp(values, delta, eps, nudge):
         assert len(acc) == 0
 
 
+_SEQ_ORDERS = np.array([1.01, 1.5, 2.0, 3.0, 4.5, 8.0, 16.0, 64.0, 256.0, 1e4, 1e6, np.inf])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.lists(
+                st.one_of(st.floats(0.0, 3.0), st.just(math.inf)), min_size=12, max_size=12
+            ).map(lambda v: CustomCurve(_SEQ_ORDERS, v)),
+            st.builds(GaussianMechanism, st.floats(0.5, 20.0)),
+        ),
+        min_size=1,
+        max_size=25,
+    ),
+    st.floats(1e-9, 1e-2),
+    st.floats(0.05, 1.5),
+)
+def test_budget_shortcuts_decide_every_spend_of_a_sequence_as_the_full_computation(
+    mechs, delta, share
+):
+    # The budget test reads the composed curve at the best order of its last full test first;
+    # along a sequence of spends (admitted and refused) every decision must be that of the full
+    # computation on the ledger with the spend: ε by the tightest valid bound (RDP conversion
+    # for caller-supplied curves, the exact Gaussian ε for Gaussian-only ledgers) <= budget.
+    full = Accountant(orders=_SEQ_ORDERS)
+    full.spend_batch(mechs)
+    eps = share * full.epsilon(delta, method="rdp")
+    if not 0 < eps < math.inf:
+        eps = share  # a ledger of infinite (or zero) loss: any budget splits the sequence
+    acc = Accountant(budget=(eps, delta), orders=_SEQ_ORDERS)
+    plain = Accountant(orders=_SEQ_ORDERS)  # the admitted spends, without a budget
+    for m in mechs:
+        probe = plain.fork()
+        probe.spend(m)
+        expected = probe.epsilon(delta) <= eps
+        assert acc.can_spend(m) == expected
+        if expected:
+            acc.spend(m)
+            plain.spend(m)
+        else:
+            with pytest.raises(BudgetExceededError):
+                acc.spend(m)
+        # the shortcut changes no float: the same curve and ε as without a budget
+        np.testing.assert_array_equal(acc.rdp(), plain.rdp())
+        assert acc.epsilon(delta) == plain.epsilon(delta)
+        assert acc.epsilon(delta, method="rdp") == float(
+            rdp.to_dp(_SEQ_ORDERS, plain.rdp(), delta)[0]
+        )
+
+
+def test_batches_return_entries_that_behave_as_a_list():
+    acc = Accountant()
+    acc.spend(GaussianMechanism(5.0), tag="first")
+    mechs = [GaussianMechanism(2.0), LaplaceMechanism(3.0), RandomizedResponse(0.6)]
+    out = acc.spend_batch(mechs, tags=["a", "b", "c"])
+    assert len(out) == 3 and out == acc.ledger[1:] and out == list(out)
+    assert [e.index for e in out] == [1, 2, 3] and out[-1] is acc.ledger[3]
+    assert out[1:] == [acc.ledger[2], acc.ledger[3]] and out[::-1][0] is out[2]
+    assert repr(out) == repr(acc.ledger[1:]) and out != [acc.ledger[0]]
+    for e, m in zip(out, mechs, strict=True):
+        assert type(e) is LedgerEntry and e.mechanism == m.name and e.params == m.params()
+    with pytest.raises(IndexError):
+        out[3]
+    # a fork shares the built entries and builds its own for the rest
+    fork = acc.fork()
+    fork.spend(GaussianMechanism(9.0))
+    assert [e.to_dict() for e in fork.ledger[:4]] == [e.to_dict() for e in acc.ledger]
+    assert len(acc) == 4 and len(fork) == 5
+
+
+def test_a_curve_the_mechanism_keeps_is_copied():
+    class Keeper(CustomCurve):
+        name = "keeper_curve_for_test"
+
+        def rdp(self, orders=None):
+            self.kept = np.full(np.shape(orders), 0.5)
+            return self.kept
+
+    acc = Accountant(orders=[2.0, 3.0])
+    m = Keeper([2.0, 3.0], [0.5, 0.5])
+    e = acc.spend(m)
+    m.kept[:] = 0.0  # the mechanism changes the array it returned
+    np.testing.assert_array_equal(e.curve, [0.5, 0.5])
+    np.testing.assert_array_equal(acc.rdp(), [0.5, 0.5])
+
+
 def test_budget_decision_on_the_default_orders_near_the_boundary(rng):
     for _ in range(50):
         m = _random_mechanism(rng)
@@ -649,9 +736,9 @@ def test_spends_after_from_json_keep_indices_and_round_trip():
 
 
 def test_curve_cache_reuses_equal_mechanisms_and_survives_eviction(monkeypatch):
-    from pymc_rdp.privacy import accountant as accountant_module
+    from pymc_rdp.privacy import entry_curves
 
-    monkeypatch.setattr(accountant_module, "_CACHE_SIZE", 3)
+    monkeypatch.setattr(entry_curves, "CACHE_SIZE", 3)
     calls = []
 
     class Counting(GaussianMechanism):

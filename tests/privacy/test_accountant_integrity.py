@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymc_rdp.privacy import accountant as A
+from pymc_rdp.privacy import ledger_codec as A
 from pymc_rdp.privacy import rdp
 from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError
 from pymc_rdp.privacy.mechanisms import (
@@ -172,12 +172,12 @@ def _rechain_unchecked(doc: dict) -> dict:
     """A chain rebuilt over the edited entries without any curve check (a careful forger)."""
     doc = copy.deepcopy(doc)
     head = {"orders": np.asarray(doc["orders"], dtype=float), "budget": doc["budget"]}
-    link = hashlib.sha256(A._CHAIN_DOMAIN + A._canonical(A._decode(head))).digest()
+    link = hashlib.sha256(A.CHAIN_DOMAIN + A.canonical(A.decode(head))).digest()
     for e in doc["entries"]:
-        fields = {k: v for k, v in A._decode(e).items() if k != "curve"}
-        link = hashlib.sha256(link + A._canonical(fields)).digest()
+        fields = {k: v for k, v in A.decode(e).items() if k != "curve"}
+        link = hashlib.sha256(link + A.canonical(fields)).digest()
     tail = {"closed_groups": doc["closed_groups"], "declarations": doc["declarations"]}
-    doc["chain"]["digest"] = hashlib.sha256(link + A._canonical(A._decode(tail))).hexdigest()
+    doc["chain"]["digest"] = hashlib.sha256(link + A.canonical(A.decode(tail))).hexdigest()
     return doc
 
 

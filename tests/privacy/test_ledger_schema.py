@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pymc_rdp as pmr
-from pymc_rdp.privacy import accountant as accountant_module
+from pymc_rdp.privacy import ledger_codec
 
 jsonschema = pytest.importorskip("jsonschema")
 
@@ -41,7 +41,7 @@ def _ledgers() -> list[pmr.Accountant]:
 
 
 def test_every_written_ledger_validates() -> None:
-    assert SCHEMA["properties"]["version"]["const"] == accountant_module._VERSION
+    assert SCHEMA["properties"]["version"]["const"] == ledger_codec.VERSION
     for acc in _ledgers():
         for key in (None, b"secret"):
             doc = json.loads(acc.to_json() if key is None else acc.to_json(key=key))
