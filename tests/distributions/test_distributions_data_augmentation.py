@@ -185,6 +185,13 @@ CASES = [
     ("laplace", ("record",)),
     ("dirichlet", ("site", "block")),
     ("dirichlet", ("record",)),
+    ("gaussian", ("row_block",)),
+    ("laplace", ("row_block",)),
+    ("dirichlet", ("row_block",)),
+    ("gaussian", ("gibbs",)),
+    ("laplace", ("gibbs",)),
+    ("dirichlet", ("gibbs",)),
+    ("gaussian", ("gibbs", "row_block")),
 ]
 
 
@@ -196,7 +203,14 @@ def exact():
 @pytest.mark.parametrize(("mechanism", "moves"), CASES)
 def test_posterior_matches_enumeration(exact, mechanism, moves):
     da = DataAugmentation(
-        STRUCTURE, STATES, RELEASES[mechanism](), N, moves=moves, block_size=3, block_moves=4
+        STRUCTURE,
+        STATES,
+        RELEASES[mechanism](),
+        N,
+        moves=moves,
+        block_size=3,
+        block_moves=4,
+        row_moves=2,
     )
     idata = da.sample(draws=4000, tune=200, chains=2, random_seed=11)
     assert max_z(idata, exact[mechanism]) < 4.5
@@ -274,7 +288,7 @@ def test_moves_keep_the_tables_consistent_with_the_records():
     assert all(x[:, i].max() < da.cards[v] for i, v in enumerate(da.nodes))
 
 
-MOVES_ALL = ("record", "site", "block")
+MOVES_ALL = ("record", "site", "block", "row_block", "gibbs")
 
 
 def test_result_layout_matches_bayesian_network_names():
