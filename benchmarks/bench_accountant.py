@@ -31,6 +31,7 @@ Run:  python benchmarks/bench_accountant.py [--n 10000] [--quick] [--workload mi
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -169,6 +170,7 @@ def run(
     events = [to_event(m) for m in mechs]
     label = "Gaussian + Laplace + randomized response" if kinds == "mixed" else "Gaussian + Laplace"
     print(f"\n== {n} mechanisms: {label}, delta = {delta:g}")
+    print("load average (1, 5, 15 min) at start: " + ", ".join(f"{x:.2f}" for x in _load()))
 
     # warm-up (imports, first-call overheads) on both sides
     ours_one_at_a_time(mechs[:50], delta)
@@ -247,6 +249,14 @@ def run(
     print(eps_line)
     same = e1 == eb == o1b.eps == obb.eps and (not gl or oc.eps == e1)
     print(f"epsilon equal in every variant (one at a time, batch, budget, constructed): {same}")
+    print("load average (1, 5, 15 min) at end: " + ", ".join(f"{x:.2f}" for x in _load()))
+
+
+def _load() -> tuple[float, ...]:
+    try:
+        return os.getloadavg()
+    except OSError:  # not available on every platform
+        return (float("nan"),) * 3
 
 
 def _eps_of(mechs, delta) -> float:

@@ -66,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     # models
     "NaiveBayes": "pymc_rdp.models.naive_bayes",
     "BayesianNetwork": "pymc_rdp.models.bayesian_network",
+    "rubins_rules": "pymc_rdp.models.synthesis",
 }
 
 # the packages, by role

@@ -24,6 +24,9 @@ __all__ = [
     "check_scalar",
 ]
 
+_INF = math.inf
+_F64 = np.float64
+
 
 def as_float_array(value: Any, name: str, *, allow_inf: bool = False) -> np.ndarray:
     """Convert ``value`` to a float64 array, refusing NaN (and infinities unless allowed)."""
@@ -53,7 +56,15 @@ def as_positive(value: Any, name: str) -> Any:
 
     The fast path of the curves and the accountant, which are called with scalars most of the time.
     """
-    if isinstance(value, float | int) and not isinstance(value, bool):
+    cls = value.__class__
+    if cls is float or cls is _F64:
+        if 0.0 < value < _INF:  # False for NaN, infinities and non-positive values
+            return float(value)
+    elif cls is int and value > 0:
+        x = float(value)  # OverflowError for huge ints, as on the general path
+        if x < _INF:
+            return x
+    if isinstance(value, float | int) and not isinstance(value, bool):  # subclasses
         if math.isfinite(value) and value > 0:
             return float(value)
     return check_positive(value, name)
@@ -61,6 +72,17 @@ def as_positive(value: Any, name: str) -> Any:
 
 def check_scalar(value: Any, name: str, *, allow_inf: bool = False) -> float:
     """A real scalar as a Python float (booleans and NaN refused, infinities unless allowed)."""
+    # fast path: plain Python floats and ints (and NumPy float64 scalars); the same result as the
+    # general path below, which gives the errors
+    cls = value.__class__
+    if cls is float or cls is _F64 or cls is int:
+        x = float(value)  # OverflowError for huge ints, as on the general path
+        if x - x == 0.0 or (allow_inf and x == x):  # finite; or infinite where allowed
+            return x
+    return _check_scalar(value, name, allow_inf)
+
+
+def _check_scalar(value: Any, name: str, allow_inf: bool) -> float:
     if isinstance(value, (bool, np.bool_)):
         raise TypeError(f"{name} must be a real number, got {value!r}")
     arr = as_float_array(value, name, allow_inf=allow_inf)
@@ -71,6 +93,11 @@ def check_scalar(value: Any, name: str, *, allow_inf: bool = False) -> float:
 
 def check_positive_scalar(value: Any, name: str) -> float:
     """A finite real scalar > 0 as a Python float."""
+    cls = value.__class__
+    if cls is float or cls is _F64 or cls is int:
+        x = float(value)
+        if 0.0 < x < _INF:  # False for NaN, infinities and non-positive values
+            return x
     x = check_scalar(value, name)
     if not x > 0:
         raise ValueError(f"{name} must be > 0, got {x!r}")

@@ -31,10 +31,10 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_everything_loads_without_network(no_network: None) -> None:
-    datasets._adult_raw.cache_clear()
-    datasets._german_maps.cache_clear()
-    datasets._parse_network.cache_clear()
-    datasets._sampler_plan.cache_clear()
+    datasets.tables._adult_raw.cache_clear()
+    datasets.tables._german_maps.cache_clear()
+    datasets.networks._parse_network.cache_clear()
+    datasets.networks._sampler_plan.cache_clear()
     assert len(datasets.load_adult("both")) == 48_842
     assert len(datasets.load_german_credit()) == 1_000
     assert len(datasets.load_digits()) == 1_797

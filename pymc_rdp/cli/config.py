@@ -17,7 +17,6 @@ __all__ = [
     "INFERENCES",
     "MECHANISMS",
     "NEIGHBOURS",
-    "NOISE_AWARE_MAX_CELLS",
     "FitConfig",
     "FitResult",
     "ReleaseKind",
@@ -29,10 +28,6 @@ NEIGHBOURS = ("replace-one", "add-remove")
 INFERENCES = ("auto", "noise-aware", "joint", "naive")
 DEFAULT_EPSILON = 1.0
 DEFAULT_DELTA = 1e-6
-#: ``--inference auto`` samples the noise-aware posterior only for networks with at most this many
-#: CPT entries (cells of all family tables): NUTS on the Adult network (about 15,000) did not
-#: finish within ten minutes on two cores
-NOISE_AWARE_MAX_CELLS = 2000
 #: NUTS settings of a full run (the fast demo: 100, 100, 1)
 _SAMPLING = {"draws": 300, "tune": 300, "chains": 2}
 
@@ -104,9 +99,10 @@ class FitConfig:
     neighbours : {"replace-one", "add-remove"}
         The neighbouring relation of the guarantee.
     inference : {"auto", "noise-aware", "joint", "naive"}
-        Gaussian/Laplace only: NUTS on the noise-aware posterior (per-family likelihood, or
-        ``"joint"``: one likelihood of all tables), or the naive clip-and-normalise CPTs;
-        ``"auto"`` is noise-aware up to :data:`NOISE_AWARE_MAX_CELLS` CPT entries.
+        Gaussian/Laplace only: ``"auto"`` samples the exact posterior given the releases by
+        data augmentation (:class:`pymc_rdp.DataAugmentation`); ``"noise-aware"`` NUTS on the
+        per-family model, ``"joint"`` NUTS on one likelihood of all tables; ``"naive"`` the
+        clip-and-normalise CPTs.
     draws, tune, chains : int, optional
         NUTS settings (default 300, 300, 2; the fast demo 100, 100, 1); not with the Dirichlet
         mechanism nor ``inference="naive"``, which sample nothing.

@@ -12,7 +12,6 @@ from pymc_rdp.cli.config import (
     INFERENCES,
     MECHANISMS,
     NEIGHBOURS,
-    NOISE_AWARE_MAX_CELLS,
 )
 from pymc_rdp.cli.errors import UsageError
 
@@ -168,10 +167,10 @@ def _add_budget(p: argparse.ArgumentParser) -> None:
         "--inference",
         choices=INFERENCES,
         default="auto",
-        help="gaussian/laplace only: sample the noise-aware posterior with NUTS (per-family "
-        "likelihood; 'joint': one likelihood of all tables with their exact covariance, slower), "
-        "or use the naive clip-and-normalise CPTs; auto (default) is noise-aware unless the CPTs "
-        f"have more than {NOISE_AWARE_MAX_CELLS} entries in all",
+        help="gaussian/laplace only: auto (default) samples the exact posterior given the "
+        "releases by data augmentation; 'noise-aware' samples the per-family model with NUTS, "
+        "'joint' the likelihood of all tables with their exact covariance with NUTS (slower); "
+        "'naive' uses the clip-and-normalise CPTs",
     )
     p.add_argument(
         "--seed",

@@ -24,7 +24,6 @@ from pymc_rdp.cli.config import (
     DEFAULT_DELTA,
     DEFAULT_EPSILON,
     MECHANISMS,
-    NOISE_AWARE_MAX_CELLS,
     FitConfig,
     FitResult,
     ReleaseKind,
@@ -156,6 +155,7 @@ def run_demo(
         compare_grid=(0.3, 3.0) if fast else (0.1, 0.3, 1.0, 3.0, 10.0),
         cpt_nodes=DEMO_CPT_NODES,
         public_reference=True,
+        public_total=len(train),  # the Adult files' record counts are public (UCI)
     )
 
 
@@ -210,6 +210,11 @@ def _demo_data(fast: bool, seed: int | None) -> tuple[Any, Any, dict[str, list[s
         train, test = train_full, test_full
     train = train[nodes].reset_index(drop=True).astype(str)
     test = test[nodes].reset_index(drop=True).astype(str)
+    notes.append(
+        f"The number of training records ({len(train):,}) is declared public (the UCI files' "
+        "sizes are published), so the posterior is conditioned on it; the ledger records the "
+        "declaration."
+    )
     return train, test, states, notes
 
 
@@ -232,6 +237,7 @@ def _run(
     compare_grid: Sequence[float] | None = None,
     cpt_nodes: Sequence[str] | None = None,
     public_reference: bool = False,
+    public_total: int | None = None,
 ) -> FitResult:
     """Release, sample, save, compare, plot and report.
 
@@ -258,31 +264,37 @@ def _run(
             config.unsafe_noise_seed,
             noise_aware=noise_aware,
             noise_model="joint" if config.inference == "joint" and noise_aware else "per-family",
+            public_total=public_total,
         )
     acc = bn.accountant
     if inference_note:
         steps.info(f"inference: {inference_note}")
 
-    if noise_aware:
+    # NUTS only when asked for; a Dirichlet posterior needs a public N (no total is released)
+    nuts = noise_aware and config.inference in ("noise-aware", "joint")
+    sampled = noise_aware or (release_kind(mechanism).cpt_draw and bn.n_records is not None)
+    sampler_name = "NUTS" if nuts else "data augmentation"
+    if sampled:
         with (
             steps.step(
-                f"posterior sampling (NUTS, {sampling['chains']} chain(s) x "
+                f"posterior sampling ({sampler_name}, {sampling['chains']} chain(s) x "
                 f"{sampling['draws']} draws, {sampling['tune']} tuning steps)",
                 bar=False,  # PyMC draws its own bars, sent to stderr
             ),
             steps.stdout_to_stderr(),
         ):
+            nuts_options = {"progressbar": steps.bars, "compute_convergence_checks": False}
             idata = bn.sample(
                 draws=sampling["draws"],
                 tune=sampling["tune"],
                 chains=sampling["chains"],
                 random_seed=config.seed,
-                progressbar=steps.bars,
-                compute_convergence_checks=False,
+                sampler="nuts" if nuts else "augmentation",
+                **(nuts_options if nuts else {}),
             )
     else:
         with steps.step("collecting the released CPTs (no MCMC needed)"):
-            idata = bn.sample(random_seed=config.seed)
+            idata = bn.sample(random_seed=config.seed, sampler="nuts")
 
     ledger_json = acc.to_json()
     if out is not None:
@@ -348,7 +360,7 @@ def _run(
         "private": acc.within_guarantee,
         "declarations": acc.declarations,
         "guarantee": _guarantee(acc, epsilon, order, delta),
-        "sampling": sampling if noise_aware else None,
+        "sampling": dict(sampling, sampler=sampler_name) if sampled else None,
         "figures": written,
         "comparison": results,
         "reference": reference,
@@ -435,8 +447,10 @@ def _fit_network(
     noise_seed: int | None,
     noise_aware: bool = True,
     noise_model: str = "per-family",
+    public_total: int | None = None,
 ) -> Any:
-    """Fit the network; ``noise_seed`` (``--unsafe-noise-seed``) makes the noise reproducible."""
+    """Fit the network; ``noise_seed`` (``--unsafe-noise-seed``) makes the noise reproducible;
+    ``public_total`` declares the number of records public (only for public data)."""
     from pymc_rdp.curation.domains import FROM_DATA
     from pymc_rdp.models import BayesianNetwork
     from pymc_rdp.privacy.mechanisms import UnsafeNoiseSeed
@@ -454,6 +468,7 @@ def _fit_network(
         noise_aware=noise_aware,
         noise_model=noise_model,
         noise_source=None if noise_seed is None else UnsafeNoiseSeed(noise_seed),
+        public_total=public_total,
     )
     return bn
 
@@ -499,20 +514,6 @@ def _release_record(bn: Any, node: str, mechanism: str) -> dict[str, Any]:
     return record
 
 
-def _table_sizes(structure: dict[str, list[str]], states: Any, train: Any) -> dict[str, int]:
-    """Cells of every family table, from the states (given or seen in the data)."""
-
-    def card(v: str) -> int:
-        if states is not None and v in states:
-            return len(states[v])
-        col = train[v]
-        if hasattr(col, "cat"):
-            return len(col.cat.categories)
-        return int(col.nunique())
-
-    return {v: card(v) * math.prod(card(p) for p in pars) for v, pars in structure.items()}
-
-
 def _choose_inference(
     config: FitConfig, structure: Any, states: Any, train: Any
 ) -> tuple[bool, str]:
@@ -526,17 +527,7 @@ def _choose_inference(
         return True, "noise-aware posterior with the joint likelihood of all tables (requested)"
     if inference == "naive":
         return False, "naive baseline: noisy counts clipped at 1e-6 and normalised (requested)"
-    sizes = _table_sizes(structure, states, train)
-    total = sum(sizes.values())
-    if total > NOISE_AWARE_MAX_CELLS:
-        node = max(sizes, key=sizes.__getitem__)
-        return False, (
-            f"naive baseline (noisy counts clipped at 1e-6 and normalised): the CPTs have "
-            f"{total} entries (the largest table, of {node!r}, {sizes[node]}), more than "
-            f"{NOISE_AWARE_MAX_CELLS}, and the noise-aware model would take too long to sample; "
-            "--inference noise-aware forces it"
-        )
-    return True, "noise-aware posterior"
+    return True, "exact posterior given the releases, by data augmentation"
 
 
 def _public_n_records(bn: Any) -> int | None:

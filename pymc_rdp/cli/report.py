@@ -146,12 +146,23 @@ def render_report(bn: Any, s: dict[str, Any], elapsed: float) -> str:
     add("")
     add("## The posterior")
     add("")
-    if s["sampling"] is not None:
+    if s["sampling"] is not None and s["sampling"].get("sampler") == "NUTS":
         sm = s["sampling"]
         add(
             f"NUTS sampled the noise-aware model: {sm['chains']} chain(s) × {sm['draws']} draws "
             f"after {sm['tune']} tuning steps. `posterior.nc` holds the draws of every CPT "
             "(`<variable>_cpt`, one flat dim `<variable>_cell`, labels `parents | variable=state`)."
+        )
+    elif s["sampling"] is not None:
+        sm = s["sampling"]
+        add(
+            "Data augmentation sampled the exact posterior of the CPTs given the released "
+            "tables (Ju, Awan, Gong & Rao 2022: the confidential records are latent, each CPT row "
+            "is updated from them, each record is re-proposed and accepted by the mechanism's "
+            f"density ratio): {sm['chains']} chain(s) × {sm['draws']} draws after {sm['tune']} "
+            "discarded iterations. `posterior.nc` holds the draws of every CPT "
+            "(`<variable>_cpt`, one flat dim `<variable>_cell`, labels `parents | variable=state`)"
+            + ("; the released CPTs stay the point estimate." if kind.cpt_draw else ".")
         )
     elif kind.cpt_draw:
         add(

@@ -56,20 +56,22 @@ the posterior.
 
 Unknown N
 ---------
-Only a known ``N``, declared public by the caller (``BayesianNetwork.fit(..., public_total=N)``),
-is handled. Otherwise ``N`` is private (it is what an add/remove neighbour changes); the exact
-treatment needs a prior on ``N`` and birth/death moves of records (not implemented;
-:meth:`DataAugmentation.from_network` refuses such fits).
+A known ``N``, declared public by the caller (``BayesianNetwork.fit(..., public_total=N)``), is
+used as is. Otherwise ``N`` is private (it is what an add/remove neighbour changes) and the
+sampler puts a prior on it (``n_prior``) and adds birth/death moves of records
+(:mod:`pymc_rdp.distributions.unknown_total`); the released tables' noisy totals inform ``N``
+and nothing more is charged. :meth:`DataAugmentation.from_network` uses a flat prior up to the
+largest released total plus ten noise sds for Gaussian/Laplace releases; a Dirichlet release
+carries no total, so there ``n_prior`` must be given (or ``N`` declared public).
 
-Status
-------
-This is a sampler with its own ``sample`` method returning an ArviZ DataTree (posterior
-``{node}_cpt`` with the dims and coordinates of :class:`pymc_rdp.BayesianNetwork`'s models,
-``sample_stats`` with acceptance rates, the accountant in the attrs); it is not yet a
-``pm.sample(step=...)`` step method. Exactness is tested against enumeration on a 3-node network
-(``tests/test_distributions_data_augmentation.py``). Measured on Adult with Gaussian tables at
-(1, 1e-6) (``benchmarks/bench_da.py``): cost and mixing are far from the targets of a practical
-default (see the benchmark's output); the moves here are the baseline to improve on.
+PyMC
+----
+:class:`DataAugmentation` is a PyMC step method
+(:class:`~pymc_rdp.distributions.augmentation_step.AugmentationStep`):
+``with bn.model: pm.sample(step=da)`` sets the model's CPT variables; :meth:`sample` is the
+fast path with the same chains. Exactness is tested against enumeration on a 3-node network
+(``tests/distributions/test_distributions_data_augmentation.py``, and with an unknown ``N`` in
+``tests/distributions/test_augmentation_step.py``).
 """
 
 from __future__ import annotations
@@ -81,6 +83,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from pymc_rdp.distributions.augmentation_step import AugmentationStep
 
 __all__ = [
     "MOVES",
@@ -268,8 +272,13 @@ def _observation(node: str, release: Any, shape: tuple[int, int]) -> FamilyObser
 # --------------------------------------------------------------------------- the sampler
 
 
-class DataAugmentation:
+class DataAugmentation(AugmentationStep):
     """Exact data-augmentation sampler of a Bayesian network's CPTs given released family tables.
+
+    Also a PyMC step method (:class:`~pymc_rdp.distributions.augmentation_step.AugmentationStep`):
+    ``with bn.model: pm.sample(step=da)`` (or ``with da.build_model(): ...``) sets the model's
+    ``{node}_cpt`` / ``{node}_family`` variables from the chain's latent records;
+    :meth:`sample` is the fast path of the same chains.
 
     Parameters
     ----------
@@ -283,14 +292,19 @@ class DataAugmentation:
         ``node -> Release`` (noisy family table, flat or (configurations, states)) or
         ``node -> (values, mechanism)`` (e.g. a Dirichlet-released CPT and its
         :class:`pymc_rdp.DirichletMechanism`). Every node needs one.
-    n_records : int
-        The number of records ``N`` (known and public).
+    n_records : int or None
+        The number of records ``N`` when known and public; ``None`` for an unknown ``N`` (then
+        ``n_prior`` is required).
+    n_prior : array_like, optional
+        Unknown ``N`` only: prior probabilities ``p(N = 0), ..., p(N = N_max)`` (any positive
+        scale); the chain adds birth/death moves (module notes).
     alpha0 : float
         Concentration of the ``Dirichlet(α₀)`` prior of every CPT row.
     moves : sequence of {"record", "site", "block", "row_block", "gibbs"}
-        The moves of one iteration, in order (module notes). Default ``("gibbs", "row_block")``:
-        on Adult (all 32,561 records, Gaussian tables at (1, 1e-6)) it gave the largest 5th
-        percentile of the bulk ESS per second over CPT entries of the schedules compared in
+        The moves of one iteration, in order (module notes). Default ``("record",)`` for an
+        unknown N (the collapsed moves need a fixed N), else ``("gibbs", "row_block")``: on Adult
+        (all 32,561 records, Gaussian tables at (1, 1e-6)) it gave the largest 5th percentile
+        of the bulk ESS per second over CPT entries of the schedules compared in
         ``benchmarks/bench_da.py``.
     block_size : int or dict, optional
         Largest block ``m`` per node (default: about the sd of a cell count given its release,
@@ -303,6 +317,11 @@ class DataAugmentation:
         configurations).
     accountant : Accountant, optional
         Stored (as JSON) with the results; never charged (sampling is post-processing).
+    birth_death_moves : int, optional
+        Unknown ``N`` only: birth/death proposals per iteration (default
+        ``max(20, 2 sd)``, sd the largest noise sd of a released total).
+    sweeps : int
+        Iterations of the moves per draw of the PyMC step (``pm.sample(step=...)``).
 
     Raises
     ------
@@ -320,11 +339,14 @@ class DataAugmentation:
         n_records: int,
         *,
         alpha0: float = 1.0,
-        moves: Sequence[str] = _DEFAULT_MOVES,
+        moves: Sequence[str] | None = None,
         block_size: int | Mapping[str, int] | None = None,
         block_moves: int | Mapping[str, int] | None = None,
         row_moves: int | Mapping[str, int] | None = None,
         accountant: Any = None,
+        n_prior: Any = None,
+        birth_death_moves: int | None = None,
+        sweeps: int = 1,
     ) -> None:
         from pymc_rdp.bn.structure import NetworkStructure, config_labels, parse_structure
 
@@ -338,27 +360,49 @@ class DataAugmentation:
         missing = [v for v in nodes if v not in states]
         if missing:
             raise ValueError(f"states: no states for nodes {missing}")
+        bad_states = [v for v in nodes if isinstance(states[v], (str, bytes, float, int))]
+        if bad_states:
+            raise TypeError(
+                f"states: nodes {bad_states} are not categorical (a list of states each); "
+                "data augmentation handles discrete nodes only, not continuous ones"
+            )
         self.states = {v: list(states[v]) for v in nodes}
         self.cards = {v: len(self.states[v]) for v in nodes}
         if any(k < 1 for k in self.cards.values()):
             raise ValueError("states: every node needs at least one state")
-        if isinstance(n_records, bool) or not isinstance(n_records, (int, np.integer)):
+        self.n_log_prior: np.ndarray | None = None
+        if n_records is None and n_prior is not None:
+            from pymc_rdp.distributions.unknown_total import check_total_prior
+
+            self.n_log_prior = check_total_prior(n_prior)
+            self.n_records = None
+        elif n_prior is not None:
+            raise ValueError("give n_records (a public N) or n_prior (an unknown N), not both")
+        elif isinstance(n_records, bool) or not isinstance(n_records, (int, np.integer)):
             raise TypeError(
-                "n_records must be an integer (the public number of records); an unknown N "
-                "(add/remove neighbours) is not supported by data augmentation yet"
+                "n_records must be an integer (the public number of records); for an unknown N "
+                "(add/remove neighbours) pass n_records=None and a prior n_prior="
             )
-        if n_records < 1:
+        elif n_records < 1:
             raise ValueError(f"n_records must be >= 1, got {n_records}")
-        self.n_records = int(n_records)
+        else:
+            self.n_records = int(n_records)
         alpha0 = float(alpha0)
         if not (math.isfinite(alpha0) and alpha0 > 0):
             raise ValueError(f"alpha0 must be finite and > 0, got {alpha0!r}")
         self.alpha0 = alpha0
+        if moves is None:  # the collapsed moves need a fixed N; an unknown N runs record moves
+            moves = _DEFAULT_MOVES if self.n_records is not None else ("record",)
         moves = tuple(moves)
         bad = [m for m in moves if m not in MOVES]
         if bad or not moves:
             raise ValueError(f"moves must be a non-empty subset of {MOVES}, got {moves!r}")
         self.moves = moves
+        if self.n_records is None and moves != ("record",):
+            raise ValueError(
+                f"moves={moves!r}: with an unknown N only the record move runs (with birth/death "
+                "moves); the collapsed moves need a fixed N"
+            )
         if not isinstance(releases, Mapping):
             raise TypeError("releases must be a dict node -> release")
         missing = [v for v in nodes if v not in releases]
@@ -379,14 +423,29 @@ class DataAugmentation:
         self.block_moves = self._per_node(
             block_moves,
             "block_moves",
-            lambda v: math.ceil(2 * self.n_records / self.block_size[v]),
+            lambda v: math.ceil(2 * self._n_scale / self.block_size[v]),
         )
         self.row_moves = self._per_node(
             row_moves,
             "row_moves",
             lambda v: max(self.cards[v], math.ceil(_ROW_BUDGET / len(self.configs[v]))),
         )
+        if birth_death_moves is None:
+            sds = [o.count_sd for o in self.observations.values() if o.count_sd is not None]
+            cells = max(len(self.configs[v]) * self.cards[v] for v in nodes)
+            sd = max(sds) * math.sqrt(cells) if sds else 10.0
+            birth_death_moves = max(20, math.ceil(2 * sd))
+        if (
+            isinstance(birth_death_moves, bool)
+            or not isinstance(birth_death_moves, (int, np.integer))
+            or birth_death_moves < 1
+        ):
+            raise ValueError(
+                f"birth_death_moves must be an integer >= 1, got {birth_death_moves!r}"
+            )
+        self.birth_death_moves = int(birth_death_moves)
         self._build_arrays()
+        self._init_step(sweeps)
 
     # ------------------------------------------------------------ construction
 
@@ -396,14 +455,18 @@ class DataAugmentation:
 
         Uses ``bn.releases`` (noisy tables, or Dirichlet-released CPTs with
         ``bn.family_mechanism``), ``bn.states``, ``bn.n_records``, ``bn.alpha0`` and
-        ``bn.accountant``; ``options`` go to the constructor.
+        ``bn.accountant``; ``options`` go to the constructor. A number of records declared
+        public (``fit(..., public_total=N)``) is used as known; otherwise ``N`` is unknown:
+        ``options["n_prior"]`` if given, else (Gaussian/Laplace releases) a flat prior from 0 to
+        the largest released total plus ten noise sds
+        (:func:`pymc_rdp.distributions.unknown_total.default_total_prior`).
 
         Raises
         ------
         ValueError
             The network is not fitted, was fitted without privacy (its exact posterior is
-            conjugate), or without declaring its number of records public
-            (``fit(..., public_total=N)``).
+            conjugate), is the naive baseline's or a joint model's fit of unsupported releases,
+            or is a Dirichlet fit whose ``N`` was not declared public and no ``n_prior`` given.
         """
         if not getattr(bn, "_fitted", False):
             raise ValueError("the network is not fitted: call bn.fit(df, ...) first")
@@ -416,14 +479,36 @@ class DataAugmentation:
         # set by fit only when the caller declared N public (public_total=N)
         totals = {getattr(r, "total", None) for r in releases.values()}
         n = totals.pop() if len(totals) == 1 else None
-        if n is None:
-            raise ValueError(
-                "the number of records N was not declared public (fit(..., public_total=N)): "
-                "data augmentation needs a known N, and an unknown N is not supported yet"
-            )
+        probabilities = bn.family_mechanism.releases_probabilities
+        if n is None and options.get("n_prior") is None:
+            if probabilities:
+                raise ValueError(
+                    "the number of records N was not declared public (fit(..., public_total=N)) "
+                    "and a Dirichlet release carries no total: pass n_prior= (prior "
+                    "probabilities of N = 0..N_max) for an unknown N"
+                )
+            from pymc_rdp.bn.structure import config_labels
+            from pymc_rdp.distributions.unknown_total import default_total_prior
+
+            cells = {
+                v: len(config_labels(bn.structure.parents[v], bn.states)) * len(bn.states[v])
+                for v in bn.nodes
+            }
+            options["n_prior"] = default_total_prior(releases, cells)
         options.setdefault("accountant", bn.accountant)
         options.setdefault("alpha0", bn.alpha0)
-        return cls(bn.structure, bn.states, releases, round(float(n)), **options)
+        n_records = None if n is None else round(float(n))
+        if n_records is not None and options.get("n_prior") is not None:
+            raise ValueError("n_prior: the network's N was declared public; no prior is needed")
+        return cls(bn.structure, bn.states, releases, n_records, **options)
+
+    @property
+    def _n_scale(self) -> int:
+        """``N``, or for an unknown ``N`` the largest ``N`` of its prior (array sizes)."""
+        if self.n_records is not None:
+            return self.n_records
+        assert self.n_log_prior is not None
+        return int(self.n_log_prior.size - 1)
 
     def _default_block(self, v: str) -> int:
         obs = self.observations[v]
@@ -431,8 +516,8 @@ class DataAugmentation:
             sd = obs.count_sd
         else:
             cells = len(self.configs[v]) * self.cards[v]
-            sd = math.sqrt(max(1.0, self.n_records / cells) / obs.r)
-        return int(max(1, min(self.n_records, round(sd))))
+            sd = math.sqrt(max(1.0, self._n_scale / cells) / obs.r)
+        return int(max(1, min(self._n_scale, round(sd))))
 
     def _per_node(self, value: Any, name: str, default: Callable[[str], int]) -> dict[str, int]:
         nodes = self.structure.order
@@ -509,7 +594,7 @@ class DataAugmentation:
                 logt[sl] = o.logt
                 acell[sl] = o.alpha
                 arow[row_off[i] : row_off[i + 1]] = o.alpha.reshape(n_cfg[i], -1).sum(axis=1)
-        counts = np.arange(self.n_records + 1, dtype=np.float64)
+        counts = np.arange(self._n_scale + 1, dtype=np.float64)
         lg_cell = np.broadcast_to(gammaln(self.alpha0 + counts), (d, counts.size)).copy()
         lg_row = gammaln(card[:, None] * self.alpha0 + counts[None, :])
         self._obs = (kind, coef, r, y, logt, acell, arow, lg_cell, lg_row)
@@ -668,7 +753,8 @@ class DataAugmentation:
         The posterior group holds ``{node}_cpt`` with the one dim ``{node}_cell`` (the flat,
         configuration-major layout and labels of :class:`pymc_rdp.BayesianNetwork`'s models;
         ``bn.cpt_draws(idata, node)`` gives the 2-D tables); ``sample_stats`` holds each move's
-        acceptance rate per draw; the accountant (if any) is stored in the attrs as JSON.
+        acceptance rate per draw; the accountant (if any) is stored in the attrs as JSON. With an
+        unknown ``N`` the posterior also holds ``n_records`` (the latent number of records).
         Chains run one after another in this process.
 
         Parameters
@@ -689,8 +775,15 @@ class DataAugmentation:
         seeds = np.random.SeedSequence(random_seed).generate_state(chains)
         thetas, stats = [], []
         start = time.perf_counter()
+        run = self.run_chain
+        if self.n_records is None:
+            from functools import partial
+
+            from pymc_rdp.distributions.unknown_total import run_chain_unknown_total
+
+            run = partial(run_chain_unknown_total, self)
         for c in range(chains):
-            th, st, _ = self.run_chain(int(draws), int(tune), int(seeds[c]))
+            th, st, _ = run(int(draws), int(tune), int(seeds[c]))
             thetas.append(th)
             stats.append(st)
         elapsed = time.perf_counter() - start
@@ -702,6 +795,8 @@ class DataAugmentation:
             post[f"{v}_cpt"] = theta[:, :, off[i] : off[i + 1]].reshape(chains, draws, -1)
             dims[f"{v}_cpt"] = [f"{v}_cell"]
         sample_stats = {key: np.stack([s[key] for s in stats]) for key in stats[0]}
+        if "n_records" in sample_stats:  # an unknown N is a parameter of the posterior
+            post["n_records"] = sample_stats.pop("n_records")
         idata = az.from_dict(
             {"posterior": post, "sample_stats": sample_stats}, coords=self.coords, dims=dims
         )

@@ -529,16 +529,25 @@ class BayesianNetwork:
         tune: int = 1000,
         chains: int = 2,
         random_seed: Any = None,
+        sampler: Literal["augmentation", "nuts"] | None = None,
         **kwargs: Any,
     ) -> Any:
         """Posterior draws of the CPTs as an ArviZ DataTree carrying the ledger.
 
-        * noise-aware Gaussian/Laplace: NUTS on :attr:`model` (``pymc_rdp.sample``); extra
-          keyword arguments go to ``pm.sample``;
+        * noise-aware Gaussian/Laplace and Dirichlet fits, ``sampler="augmentation"`` (the
+          default): the exact posterior given the releases by data augmentation
+          (:class:`pymc_rdp.DataAugmentation`; extra keyword arguments go to
+          :meth:`~pymc_rdp.DataAugmentation.from_network`, e.g. ``n_prior`` for a Dirichlet fit
+          without a public ``N``); an unknown ``N`` is sampled too (``n_records``);
+        * ``sampler="nuts"``: NUTS on :attr:`model` (``pymc_rdp.sample``; extra keyword
+          arguments go to ``pm.sample``) for Gaussian/Laplace fits; for a Dirichlet fit the
+          released CPTs as one chain of one draw;
         * ``"none"``: exact draws from the conjugate ``Dirichlet(alpha0 + counts)`` rows (its
           :attr:`cpts` stay the exact posterior mean);
-        * Dirichlet mechanism and the naive baseline: the released CPTs themselves, as one chain
-          of one draw (more draws would be more releases; ``draws`` and ``tune`` are ignored).
+        * the naive baseline: its CPTs as one chain of one draw (``draws``, ``tune`` ignored).
+
+        For a Dirichlet fit :attr:`cpts` stays the released point CPTs
+        (:mod:`pymc_rdp.models.posterior_sampling`).
 
         Sampling is post-processing of the releases and never charges the accountant. The result
         is also stored as :attr:`idata`; for a noise-aware model its posterior mean becomes
@@ -547,9 +556,14 @@ class BayesianNetwork:
         self._check_fitted()
         import arviz as az
 
+        from pymc_rdp.models.posterior_sampling import resolve_sampler, sample_augmented
+
+        use = resolve_sampler(self, sampler)
         coords = dict(self.coords)
         dims = {cpt_name(v): [cell_dim(v)] for v in self.nodes}
-        if self._posterior_params is not None:
+        if use == "augmentation":
+            idata = sample_augmented(self, draws, tune, chains, random_seed, **kwargs)
+        elif self._posterior_params is not None:
             rng = np.random.default_rng(random_seed)
             post = {
                 cpt_name(v): _dirichlet_draws(rng, a, chains, draws).reshape(chains, draws, -1)
@@ -688,6 +702,16 @@ class BayesianNetwork:
                 for v in self.nodes
             }
         )
+
+    def synthesize(
+        self, m: int, n: int | None = None, random_state: int | np.random.Generator | None = None
+    ) -> list[pd.DataFrame]:
+        """``m`` synthetic datasets, one per posterior draw of the last :meth:`sample`
+        (post-processing: no privacy cost, the ledger is unchanged); analyse them with
+        :func:`pymc_rdp.rubins_rules`. See :func:`pymc_rdp.models.synthesis.synthesize`."""
+        from pymc_rdp.models.synthesis import synthesize
+
+        return synthesize(self, m, n=n, random_state=random_state)
 
     def to_pgmpy(self) -> Any:
         """A pgmpy ``DiscreteBayesianNetwork`` holding :attr:`cpts` (with state names)."""

@@ -8,7 +8,8 @@ guarantee can be audited, and a ledger recomputed, without the modelling stack.
 sampler.
 * :mod:`.accountant` — the accountant and its tamper-evident ledger: the entry record and
   group keys (:mod:`.ledger`), the composed curve (:mod:`.composition`), the entries' curves
-  (:mod:`.entry_curves`), the budget test (:mod:`.spending`), the ledger file
+  (:mod:`.entry_curves`), the budget test (:mod:`.spending`), parallel group keys
+  (:mod:`.parallel_groups`), declared statements (:mod:`.declarations`), the ledger file
   (:mod:`.ledger_codec`) and the readable report (:mod:`.ledger_report`).
 * :mod:`.calibration` — the least noise that meets a budget.
 * :mod:`.tight_accounting`, :mod:`.dp_events`, :mod:`.filters` — tight (ε, δ), dp-accounting events,

@@ -9,11 +9,8 @@ as it was. A spend costs a few array operations on the orders, whatever the leng
 ledger. Conversion to (ε, δ)-DP uses :func:`pymc_rdp.privacy.rdp.to_dp` (Balle et al. 2020,
 Theorem 21), or the tightest valid bound of :mod:`pymc_rdp.privacy.tight_accounting`.
 
-A group holds the partitions of *one* release: partitions of two releases under one key would
-merge (the same class label in two fits charged once). Releases take a fresh key from
-:meth:`Accountant.new_group` (or ``with acc.parallel(label) as g:``) and close it when complete;
-a spend into a closed group is refused. Keys managed by the caller keep working, and keeping
-them distinct across releases is then the caller's job.
+A group holds the partitions of *one* release; its keys are handed out and closed by
+:class:`~pymc_rdp.privacy.parallel_groups.ParallelGroups` (``acc.new_group``, ``acc.parallel``).
 
 An accountant is a shared handle on one budget: ``copy.copy``/``copy.deepcopy`` (and so
 scikit-learn's ``clone``) return the same accountant; :meth:`Accountant.fork` gives an
@@ -34,9 +31,8 @@ exceed it raises :class:`BudgetExceededError` and leaves the accountant exactly 
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from itertools import chain
 from typing import Any
 
@@ -46,6 +42,7 @@ from pymc_rdp._validation import check_count, check_orders
 from pymc_rdp.privacy import ledger_codec
 from pymc_rdp.privacy import rdp as _rdp
 from pymc_rdp.privacy.composition import ComposedCurve, recompose
+from pymc_rdp.privacy.declarations import Declarations
 from pymc_rdp.privacy.entry_curves import CurveCache, batch_curves
 from pymc_rdp.privacy.ledger import (
     BatchEntries,
@@ -53,12 +50,12 @@ from pymc_rdp.privacy.ledger import (
     Ledger,
     LedgerEntry,
     check_batch,
-    check_key,
     check_mechanism,
     check_tag,
 )
 from pymc_rdp.privacy.ledger_report import ledger_report
 from pymc_rdp.privacy.mechanisms.base import Mechanism, mechanism_from_dict, trust_orders
+from pymc_rdp.privacy.parallel_groups import ParallelGroups
 from pymc_rdp.privacy.spending import Budget, check_delta, check_epsilon, scalar
 
 __all__ = ["Accountant", "BudgetExceededError", "LedgerEntry"]
@@ -80,7 +77,7 @@ def _prepare_orders(orders: Any) -> np.ndarray:
     return trust_orders(o)
 
 
-class Accountant:
+class Accountant(ParallelGroups, Declarations):
     """Composes the RDP curves of recorded releases and enforces an optional budget.
 
     Parameters
@@ -161,55 +158,6 @@ class Accountant:
         new._verification = None if self._verification is None else dict(self._verification)
         return new
 
-    # ---------------------------------------------------------------- group identity
-
-    def new_group(self, label: str = "group") -> str:
-        """A parallel-composition group key never used before on this accountant.
-
-        Partitions of one group compose by the order-wise maximum, so a group must hold the
-        partitions of *one* release: two releases that share a key would have their
-        partitions merged (a class label of one fit and the same label of another fit would be
-        charged once). Every release charged in parallel takes its own key from here and
-        closes it when it is complete (:meth:`close_group`, or use :meth:`parallel`).
-
-        Parameters
-        ----------
-        label : str
-            Readable prefix; the key is ``f"{label}#{n}"`` for the first ``n`` that no entry,
-            closed group or earlier call used.
-
-        Returns
-        -------
-        str
-        """
-        return self._groups.new(label)
-
-    def close_group(self, group: Any) -> None:
-        """Mark a group complete: any later spend into it raises ValueError.
-
-        Closed groups travel in the ledger JSON, so they stay closed after a reload.
-        """
-        self._groups.close(group)
-
-    @contextlib.contextmanager
-    def parallel(self, label: str = "group") -> Iterator[str]:
-        """``with acc.parallel(label) as g:`` — a fresh group (:meth:`new_group`), closed on exit.
-
-        Spend every partition of one release inside the block with ``group=g``; the group is
-        closed when the block ends (also on an exception), so no later release can add
-        partitions to it.
-        """
-        key = self.new_group(label)
-        try:
-            yield key
-        finally:
-            self._groups.close(key)
-
-    @property
-    def closed_groups(self) -> tuple[Any, ...]:
-        """The closed group keys, in closing order."""
-        return tuple(self._groups.closed)
-
     @property
     def orders(self) -> np.ndarray:
         """The orders on which curves are kept (read-only)."""
@@ -234,15 +182,6 @@ class Accountant:
 
     def __len__(self) -> int:
         return len(self._entries)
-
-    def _check_group_partition(self, group: Any, partition: Any) -> tuple[Any, Any]:
-        group = check_key(group, "group")
-        partition = check_key(partition, "partition")
-        if partition is not None and group is None:
-            raise ValueError("partition needs a group: parallel composition is within a group")
-        if group is not None:
-            self._groups.check_open(group)
-        return group, partition
 
     def _admits(self, total: np.ndarray, pending: Any) -> bool:
         """Whether ``total`` meets the budget; ``pending()`` gives the rows being planned."""
@@ -553,46 +492,6 @@ class Accountant:
         else:
             text = f"budget=ε {b.epsilon!r} at order {b.order!r}"
         return f"<Accountant {text}, {len(self._entries)} entries, {self._orders.size} orders>"
-
-    # ---------------------------------------------------------------- declarations
-
-    def declare(self, kind: str, detail: str, *, outside_guarantee: bool) -> None:
-        """Record something published that no mechanism covers.
-
-        Two kinds of statement travel with the ledger: facts the caller declared public (for
-        example ``kind="public_total"``, a table total known outside the data), which the
-        guarantee does not need to cover, and releases outside the guarantee (for example
-        ``kind="states_from_data"``, a domain read from the private records, or
-        ``kind="unsafe_noise"``, noise reproducible from a seed), which the report flags.
-
-        Parameters
-        ----------
-        kind : str
-            A short machine-readable name.
-        detail : str
-            One sentence for the report.
-        outside_guarantee : bool
-            True when the statement weakens the stated guarantee.
-        """
-        if not isinstance(kind, str) or not kind:
-            raise TypeError(f"kind must be a non-empty str, got {kind!r}")
-        if not isinstance(detail, str):
-            raise TypeError(f"detail must be a str, got {type(detail).__name__}")
-        if not isinstance(outside_guarantee, bool):
-            raise TypeError(f"outside_guarantee must be a bool, got {outside_guarantee!r}")
-        item = {"kind": kind, "detail": detail, "outside_guarantee": outside_guarantee}
-        if item not in self._declarations:
-            self._declarations.append(item)
-
-    @property
-    def declarations(self) -> tuple[dict[str, Any], ...]:
-        """The statements recorded by :meth:`declare`, in order (copies)."""
-        return tuple(dict(d) for d in self._declarations)
-
-    @property
-    def within_guarantee(self) -> bool:
-        """False when any declaration is outside the guarantee."""
-        return not any(d["outside_guarantee"] for d in self._declarations)
 
     # ---------------------------------------------------------------- serialisation
 

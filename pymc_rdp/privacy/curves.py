@@ -123,9 +123,12 @@ def laplace(orders: ArrayLike, scale: ArrayLike, sensitivity: ArrayLike = 1.0) -
         t = d / b
         grid = _grid_of(a)
         val = _laplace_on_grid(grid, t)
-        if val is not None:
-            return grid.unsort(val).reshape(a.shape)
-        return _laplace_elementwise(a, t)
+        if val is None:
+            return _laplace_elementwise(a, t)
+        if grid.perm is None and a.ndim == 1:
+            # the fresh array itself (no view): the accountant keeps it without copying
+            return val
+        return grid.unsort(val).reshape(a.shape)
     a, b, d = check_broadcast((a, "orders"), (b, "scale"), (d, "sensitivity"))
     t = np.asarray(d / b, dtype=np.float64)
     return _dispatch(a, t, _laplace_on_grid, _laplace_outer, _laplace_elementwise)

@@ -418,13 +418,21 @@ def test_from_network(mechanism):
 @pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
 def test_from_network_refuses_a_private_n(mechanism):
     """Without public_total the fit's N is an estimate (or absent): conditioning on it would not
-    be the posterior of the releases."""
+    be the posterior of the releases. Noisy tables carry noisy totals, so N becomes a parameter
+    with a prior; a Dirichlet release carries none and is refused without an explicit prior."""
     import pymc_rdp as pmr
 
     bn = pmr.BayesianNetwork(STRUCTURE, states=STATES)
     bn.fit(_frame(100, 2), mechanism=mechanism, epsilon=2.0, delta=1e-6)
-    with pytest.raises(ValueError, match="not declared public"):
-        DataAugmentation.from_network(bn)
+    if mechanism == "dirichlet":
+        with pytest.raises(ValueError, match="not declared public"):
+            DataAugmentation.from_network(bn)
+        da = DataAugmentation.from_network(bn, n_prior=np.ones(201))
+    else:
+        da = DataAugmentation.from_network(bn)
+    # never conditioned on an estimate: N is unknown, with a proper prior
+    assert da.n_records is None
+    assert np.isclose(np.exp(da.n_log_prior).sum(), 1.0)
 
 
 def test_from_network_refuses_no_privacy():

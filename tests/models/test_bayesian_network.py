@@ -270,7 +270,7 @@ def test_dirichlet_release_rows_on_simplex(toy: pd.DataFrame) -> None:
         "a=lo,b=3",
         "a=hi,b=3",
     ]
-    idata = bn.sample()
+    idata = bn.sample(sampler="nuts")  # the released CPTs as one draw
     assert bn.cpt_draws(idata, "c").shape == (1, 8, 2)
     assert "ledger" in " ".join(idata.attrs).lower()
 
@@ -449,7 +449,9 @@ def test_noise_aware_gaussian_posterior(toy: pd.DataFrame) -> None:
     assert bn.model.named_vars_to_dims["a_cpt"] == ("a_cell",)
     spent = bn.accountant.rdp().copy()
     with threadpool_limits(limits=1):  # threaded BLAS slows NUTS' small vector ops badly
-        idata = bn.sample(draws=200, tune=200, chains=2, random_seed=3, progressbar=False)
+        idata = bn.sample(
+            draws=200, tune=200, chains=2, random_seed=3, progressbar=False, sampler="nuts"
+        )
     np.testing.assert_array_equal(bn.accountant.rdp(), spent)  # sampling is post-processing
     assert len(bn.accountant.ledger) == 3
     stored = read_ledger(idata)
@@ -503,6 +505,7 @@ def test_per_family_approximation_coverage(margins: str) -> None:
                 random_seed=rep,
                 progressbar=False,
                 compute_convergence_checks=False,
+                sampler="nuts",
             )
         for v in ("a", "b"):
             d = bn.cpt_draws(idata, v)[..., 1]

@@ -866,3 +866,34 @@ def test_results_never_nan_on_extreme_but_valid_inputs() -> None:
         for eps in (1e-300, 1.0, 1e300):
             delta, _ = rdp.to_delta(ORDERS, curve, eps)
             assert 0.0 <= delta <= 1.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(1e-3, 1e4),
+    st.floats(1e-2, 1e2),
+    st.sampled_from(["default", "shuffled", "with_limits"]),
+)
+def test_laplace_scalar_path_is_bit_identical_to_the_general_path(
+    scale: float, sens: float, grid: str
+) -> None:
+    # A scalar scale on a sorted one-dimensional grid returns the grid's fresh array directly;
+    # the value must be the one of the general path (0-d parameters: unsort and reshape), bit for
+    # bit, and the array must own its data (the accountant keeps it without a copy).
+    orders = rdp.DEFAULT_ORDERS
+    if grid == "shuffled":
+        orders = np.random.default_rng(3).permutation(orders)
+    elif grid == "with_limits":
+        orders = np.concatenate([[1.0], orders, [np.inf]])
+    fast = rdp.laplace(orders, scale, sens)
+    general = rdp.laplace(orders, np.array(scale), np.array(sens))
+    g = _series._grid_of(orders)
+    t = sens / scale
+    on_grid = _series._laplace_on_grid(g, t)
+    assert fast.shape == orders.shape and fast.dtype == np.float64
+    assert fast.tobytes() == general.tobytes()
+    if on_grid is not None:
+        assert fast.tobytes() == g.unsort(on_grid).reshape(orders.shape).tobytes()
+    if grid == "default" and on_grid is not None:
+        assert fast.base is None
+        assert rdp.laplace(orders, scale, sens) is not fast  # a new array every call

@@ -1,0 +1,57 @@
+"""Which sampler :meth:`pymc_rdp.BayesianNetwork.sample` runs, and the data-augmentation run.
+
+``sampler="augmentation"`` (the default of every noise-aware fit: Gaussian and Laplace tables,
+per-family or joint, and Dirichlet-released CPTs) draws the exact posterior of the CPTs given the
+releases with :class:`pymc_rdp.DataAugmentation` (its fast path, :meth:`DataAugmentation.sample`).
+``sampler="nuts"`` keeps the earlier behaviour: NUTS on the fit's PyMC model (per-family or joint
+likelihood), or for a Dirichlet fit the released CPTs as one draw (no NUTS model exists for
+them). Fits without privacy draw their conjugate posterior exactly and the naive baseline returns
+its point CPTs whatever the default; asking them for ``"augmentation"`` is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["SAMPLERS", "resolve_sampler", "sample_augmented"]
+
+SAMPLERS = ("augmentation", "nuts")
+
+
+def resolve_sampler(bn: Any, sampler: str | None) -> str:
+    """``"augmentation"`` or ``"nuts"`` for a fitted network (module notes).
+
+    Raises
+    ------
+    ValueError
+        ``sampler`` is not one of :data:`SAMPLERS` (or None), or ``"augmentation"`` for a fit
+        without releases or for the naive baseline.
+    """
+    if sampler is not None and sampler not in SAMPLERS:
+        raise ValueError(f"sampler must be one of {SAMPLERS} or None, got {sampler!r}")
+    aware = bn.mechanism == "dirichlet" or (
+        bn.mechanism in ("gaussian", "laplace") and bool(bn.noise_aware)
+    )
+    if not aware:
+        if sampler == "augmentation":
+            what = "no privacy" if bn.mechanism == "none" else "noise_aware=False"
+            raise ValueError(
+                f"sampler='augmentation' needs a noise-aware fit; this fit ({what}) has an exact "
+                "or point posterior: call sample() without sampler="
+            )
+        return "nuts"
+    return sampler or "augmentation"
+
+
+def sample_augmented(
+    bn: Any, draws: int, tune: int, chains: int, random_seed: Any, **options: Any
+) -> Any:
+    """The exact posterior of ``bn``'s CPTs by data augmentation, as an ArviZ DataTree.
+
+    ``options`` go to :meth:`pymc_rdp.DataAugmentation.from_network` (``moves``,
+    ``block_size``, ``n_prior``...). A Dirichlet fit without a public ``N`` needs ``n_prior``.
+    """
+    from pymc_rdp.distributions.data_augmentation import DataAugmentation
+
+    da = DataAugmentation.from_network(bn, **options)
+    return da.sample(draws=draws, tune=tune, chains=chains, random_seed=random_seed)
