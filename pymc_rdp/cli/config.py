@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from pymc_rdp.curation.table_budget import TABLE_MECHANISMS
+
 __all__ = [
     "DEFAULT_DELTA",
     "DEFAULT_EPSILON",
@@ -23,7 +25,7 @@ __all__ = [
     "release_kind",
 ]
 
-MECHANISMS = ("dirichlet", "gaussian", "laplace")
+MECHANISMS = tuple(sorted(TABLE_MECHANISMS))
 NEIGHBOURS = ("replace-one", "add-remove")
 INFERENCES = ("auto", "noise-aware", "joint", "naive")
 DEFAULT_EPSILON = 1.0
@@ -55,15 +57,16 @@ class ReleaseKind:
 def release_kind(mechanism: str) -> ReleaseKind:
     """The kind of release of the mechanism named ``mechanism`` (one of :data:`MECHANISMS`).
 
-    The one place where the command line tells the mechanisms apart by name.
+    The mechanism class describes itself (``releases_probabilities``, ``noise_label``); the
+    command line only maps the word to the class
+    (:data:`~pymc_rdp.curation.table_budget.TABLE_MECHANISMS`).
     """
-    if mechanism == "dirichlet":
+    cls = TABLE_MECHANISMS.get(mechanism)
+    if cls is None:
+        raise ValueError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+    if cls.releases_probabilities:
         return ReleaseKind(cpt_draw=True, noise=None)
-    if mechanism == "gaussian":
-        return ReleaseKind(cpt_draw=False, noise="discrete Gaussian")
-    if mechanism == "laplace":
-        return ReleaseKind(cpt_draw=False, noise="discrete Laplace")
-    raise ValueError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+    return ReleaseKind(cpt_draw=False, noise=cls.noise_label)
 
 
 # ------------------------------------------------------------------------------ settings

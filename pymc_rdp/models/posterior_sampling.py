@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pymc_rdp.curation.table_budget import TABLE_MECHANISMS
+
 __all__ = ["SAMPLERS", "resolve_sampler", "sample_augmented"]
 
 SAMPLERS = ("augmentation", "nuts")
@@ -29,9 +31,8 @@ def resolve_sampler(bn: Any, sampler: str | None) -> str:
     """
     if sampler is not None and sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {SAMPLERS} or None, got {sampler!r}")
-    aware = bn.mechanism == "dirichlet" or (
-        bn.mechanism in ("gaussian", "laplace") and bool(bn.noise_aware)
-    )
+    released = TABLE_MECHANISMS.get(bn.mechanism)  # None: no privacy, or the naive baseline
+    aware = released is not None and (released.releases_probabilities or bool(bn.noise_aware))
     if not aware:
         if sampler == "augmentation":
             what = "no privacy" if bn.mechanism == "none" else "noise_aware=False"

@@ -147,6 +147,8 @@ class Mechanism(abc.ABC):
     #: Whether its output is a table of probabilities (rows on the simplex) rather than noisy
     #: counts; an estimator uses such a release as its parameter directly.
     releases_probabilities: ClassVar[bool] = False
+    #: The noise it adds, in words, for reports (``"discrete Gaussian"``); None if not additive.
+    noise_label: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -64,6 +64,7 @@ class DiscreteGaussianMechanism(DiscreteNoiseMechanism):
     name: ClassVar[str] = "discrete_gaussian"
     sensitivity_norm: ClassVar[str | None] = "l2"
     for_counts: ClassVar[bool] = True
+    noise_label: ClassVar[str | None] = "discrete Gaussian"
 
     noise_parameter: ClassVar[str] = "sigma"
     curve = staticmethod(_rdp.discrete_gaussian)

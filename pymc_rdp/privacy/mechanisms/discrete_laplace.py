@@ -53,6 +53,7 @@ class DiscreteLaplaceMechanism(DiscreteNoiseMechanism):
     name: ClassVar[str] = "discrete_laplace"
     sensitivity_norm: ClassVar[str | None] = "l1"
     for_counts: ClassVar[bool] = True
+    noise_label: ClassVar[str | None] = "discrete Laplace"
 
     noise_parameter: ClassVar[str] = "scale"
     curve = staticmethod(_rdp.discrete_laplace)
