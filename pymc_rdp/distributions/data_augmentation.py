@@ -14,17 +14,11 @@ table) included by construction. The sampler keeps the records as its latent sta
 Gong & Rao, NeurIPS 2022, "Data Augmentation MCMC for Bayesian Inference from Privatized
 Data").
 
-Mechanisms (the registry :data:`OBSERVATIONS`, keyed on ``mechanism.name``)
----------------------------------------------------------------------------
-* ``"gaussian"``, ``"discrete_gaussian"``: ``log η = −Σ (y − s)² / (2σ²)`` (+ const);
-* ``"laplace"``, ``"discrete_laplace"``: ``log η = −Σ |y − s| / b`` (+ const); the discrete
-  mechanisms' normalisers do not depend on ``s``, so their ratios are the continuous ones;
-* ``"dirichlet"`` (Ponnoprat, TMLR 2023): the released CPT rows as observations,
-  ``η(θ̃ | s) = Π_c Dirichlet(θ̃_c; r s_c + α)``; a function of ``s`` whose normaliser depends on
-  the row totals.
-
-A new mechanism adds one entry: a function from (released values, mechanism, table shape) to a
-:class:`FamilyObservation` (one of the kernel's density forms and its parameters).
+Mechanisms
+----------
+Gaussian, Laplace (and their discrete versions) and Dirichlet releases, read into one density
+form each by the registry :data:`OBSERVATIONS` (keyed on ``mechanism.name``); a new mechanism
+adds one entry with :func:`register_observation`.
 
 Moves
 -----
@@ -72,18 +66,38 @@ PyMC
 fast path with the same chains. Exactness is tested against enumeration on a 3-node network
 (``tests/distributions/test_distributions_data_augmentation.py``, and with an unknown ``N`` in
 ``tests/distributions/test_augmentation_step.py``).
+
+This module holds the sampler; its parts live by job in sibling modules: the releases' densities
+(:class:`FamilyObservation`, :data:`OBSERVATIONS`) in
+:mod:`pymc_rdp.distributions.augmentation_observations`, the kernels' arrays in
+:mod:`pymc_rdp.distributions.augmentation_arrays`, and the checks and defaults of the states,
+moves and move sizes in :mod:`pymc_rdp.distributions.augmentation_settings`.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from pymc_rdp.distributions.augmentation_arrays import network_arrays
+from pymc_rdp.distributions.augmentation_observations import (
+    OBSERVATIONS,
+    FamilyObservation,
+    _observation,
+    register_observation,
+)
+from pymc_rdp.distributions.augmentation_settings import (
+    MOVES,
+    birth_death_setting,
+    check_moves,
+    check_states,
+    default_block_size,
+    per_node_setting,
+)
 from pymc_rdp.distributions.augmentation_step import AugmentationStep
 
 __all__ = [
@@ -95,178 +109,10 @@ __all__ = [
     "sample_augmentation",
 ]
 
-#: the moves of an iteration, in the order they run
-MOVES = ("record", "site", "block", "row_block", "gibbs")
-_DEFAULT_MOVES = ("gibbs", "row_block")
 #: acceptance rate the row-block sizes adapt to during tuning
 _TARGET_ACCEPT = 0.35
 #: default row-block proposals per node and iteration, at least (spread over its rows)
 _ROW_BUDGET = 1000
-#: smallest log θ̃ used for a Dirichlet release that underflowed to 0 (log of the least subnormal)
-_LOG_TINY = math.log(5e-324)
-
-
-@dataclass(frozen=True)
-class FamilyObservation:
-    """What one release says about one family table, in the kernels' terms.
-
-    Attributes
-    ----------
-    kind : int
-        The density form (``KIND_GAUSSIAN``, ``KIND_LAPLACE``, ``KIND_DIRICHLET`` of
-        :mod:`pymc_rdp.distributions._augmentation_kernels`).
-    y : numpy.ndarray
-        Released values per cell (row-major (configuration, state)), additive kinds; else zeros.
-    coef : float
-        ``1/(2σ²)`` (Gaussian) or ``1/b`` (Laplace).
-    r : float
-        Dirichlet: the counts' scale.
-    logt : numpy.ndarray
-        Dirichlet: log of the released probabilities per cell.
-    alpha : numpy.ndarray
-        Dirichlet: concentration per cell.
-    count_sd : float or None
-        Standard deviation of a cell count given its release (additive noise), or None when it
-        depends on the counts (Dirichlet); sets the default block size.
-    """
-
-    kind: int
-    y: np.ndarray
-    coef: float = 0.0
-    r: float = 0.0
-    logt: np.ndarray | None = None
-    alpha: np.ndarray | None = None
-    count_sd: float | None = None
-
-
-def _param(mechanism: Any, *names: str) -> float:
-    params = mechanism.params()
-    for name in names:
-        if name in params:
-            value = float(params[name])
-            if not (math.isfinite(value) and value > 0):
-                raise ValueError(f"mechanism {mechanism!r}: {name} must be finite and > 0")
-            return value
-    raise ValueError(f"mechanism {mechanism!r} has none of the parameters {names}")
-
-
-def _additive_values(values: Any, shape: tuple[int, int], what: str) -> np.ndarray:
-    y = np.asarray(values, dtype=np.float64)
-    if y.size != shape[0] * shape[1] or y.ndim not in (1, 2) or (y.ndim == 2 and y.shape != shape):
-        raise ValueError(
-            f"{what}: the released table has shape {y.shape}, but the structure gives "
-            f"{shape[0]} parent configurations × {shape[1]} states"
-        )
-    if not np.isfinite(y).all():
-        raise ValueError(f"{what}: the released values must be finite")
-    return y.reshape(-1).copy()
-
-
-def _gaussian(values: Any, mechanism: Any, shape: tuple[int, int], what: str) -> FamilyObservation:
-    from pymc_rdp.distributions import _augmentation_kernels as k
-
-    sigma = _param(mechanism, "sigma")
-    y = _additive_values(values, shape, what)
-    return FamilyObservation(k.KIND_GAUSSIAN, y, coef=0.5 / sigma**2, count_sd=sigma)
-
-
-def _laplace(values: Any, mechanism: Any, shape: tuple[int, int], what: str) -> FamilyObservation:
-    from pymc_rdp.distributions import _augmentation_kernels as k
-
-    b = _param(mechanism, "scale", "t")
-    y = _additive_values(values, shape, what)
-    return FamilyObservation(k.KIND_LAPLACE, y, coef=1.0 / b, count_sd=math.sqrt(2.0) * b)
-
-
-def _dirichlet(values: Any, mechanism: Any, shape: tuple[int, int], what: str) -> FamilyObservation:
-    from pymc_rdp.distributions import _augmentation_kernels as k
-
-    theta = np.asarray(values, dtype=np.float64)
-    if theta.ndim == 1 and shape[0] == 1:
-        theta = theta[None, :]
-    if theta.shape != shape:
-        raise ValueError(
-            f"{what}: the released CPT has shape {theta.shape}, but the structure gives "
-            f"{shape[0]} parent configurations × {shape[1]} states"
-        )
-    if not np.isfinite(theta).all() or (theta < 0).any():
-        raise ValueError(f"{what}: released probabilities must be finite and >= 0")
-    if not np.allclose(theta.sum(axis=1), 1.0, rtol=0, atol=1e-9):
-        raise ValueError(f"{what}: every released row must sum to 1 (a Dirichlet draw)")
-    r = np.asarray(mechanism.r, dtype=np.float64)
-    if r.size != 1:
-        raise ValueError(
-            f"{what}: a batch of Dirichlet settings (r of shape {r.shape}) is not "
-            "supported; one r per table"
-        )
-    alpha = np.asarray(mechanism.alpha, dtype=np.float64)
-    try:
-        alpha = np.broadcast_to(alpha if alpha.ndim else alpha[None], shape).copy()
-    except ValueError as exc:
-        raise ValueError(
-            f"{what}: the mechanism's alpha of shape {alpha.shape} does not fit the table {shape}"
-        ) from exc
-    with np.errstate(divide="ignore"):
-        logt = np.maximum(np.log(theta), _LOG_TINY)
-    return FamilyObservation(
-        k.KIND_DIRICHLET,
-        np.zeros(theta.size),
-        r=float(r.reshape(-1)[0]),
-        logt=logt.reshape(-1),
-        alpha=alpha.reshape(-1),
-    )
-
-
-#: mechanism name -> builder ``(values, mechanism, (configs, states), what) -> FamilyObservation``
-OBSERVATIONS: dict[str, Callable[..., FamilyObservation]] = {
-    "gaussian": _gaussian,
-    "discrete_gaussian": _gaussian,
-    "laplace": _laplace,
-    "discrete_laplace": _laplace,
-    "dirichlet": _dirichlet,
-}
-
-
-def register_observation(name: str, builder: Callable[..., FamilyObservation]) -> None:
-    """Make releases of mechanism ``name`` usable by :class:`DataAugmentation`."""
-    if not isinstance(name, str) or not name:
-        raise TypeError("name must be a non-empty string")
-    if not callable(builder):
-        raise TypeError("builder must be callable")
-    OBSERVATIONS[name] = builder
-
-
-def _observation(node: str, release: Any, shape: tuple[int, int]) -> FamilyObservation:
-    """Read one node's release: a :class:`Release`, or ``(values, mechanism)``."""
-    what = f"releases[{node!r}]"
-    if isinstance(release, tuple) and len(release) == 2:
-        values, mechanism = release
-    else:
-        values = getattr(release, "values", None)
-        mechanism = getattr(release, "mechanism", None)
-        if values is None or mechanism is None:
-            raise TypeError(
-                f"{what} must be a Release or a (values, mechanism) pair, got "
-                f"{type(release).__name__}"
-            )
-        for flag, meaning in (
-            ("clamped", "clamped at zero"),
-            ("rounded", "rounded"),
-            ("normalised", "normalised"),
-        ):
-            if getattr(release, flag, False):
-                raise ValueError(
-                    f"{what} was {meaning} after noising: its density is not the mechanism's "
-                    "and data augmentation does not model that post-processing"
-                )
-    name = getattr(mechanism, "name", None)
-    builder = OBSERVATIONS.get(name) if isinstance(name, str) else None
-    if builder is None:
-        raise ValueError(
-            f"{what}: mechanism {name!r} is not supported by data augmentation (supported: "
-            f"{sorted(OBSERVATIONS)}); it needs a density of the family table's counts"
-        )
-    return builder(values, mechanism, shape, what)
 
 
 # --------------------------------------------------------------------------- the sampler
@@ -355,21 +201,8 @@ class DataAugmentation(AugmentationStep):
         else:
             self.structure, _ = parse_structure(structure)
         nodes = self.structure.order
-        if not isinstance(states, Mapping):
-            raise TypeError("states must be a dict node -> list of states")
-        missing = [v for v in nodes if v not in states]
-        if missing:
-            raise ValueError(f"states: no states for nodes {missing}")
-        bad_states = [v for v in nodes if isinstance(states[v], (str, bytes, float, int))]
-        if bad_states:
-            raise TypeError(
-                f"states: nodes {bad_states} are not categorical (a list of states each); "
-                "data augmentation handles discrete nodes only, not continuous ones"
-            )
-        self.states = {v: list(states[v]) for v in nodes}
+        self.states = check_states(states, nodes)
         self.cards = {v: len(self.states[v]) for v in nodes}
-        if any(k < 1 for k in self.cards.values()):
-            raise ValueError("states: every node needs at least one state")
         self.n_log_prior: np.ndarray | None = None
         if n_records is None and n_prior is not None:
             from pymc_rdp.distributions.unknown_total import check_total_prior
@@ -391,18 +224,7 @@ class DataAugmentation(AugmentationStep):
         if not (math.isfinite(alpha0) and alpha0 > 0):
             raise ValueError(f"alpha0 must be finite and > 0, got {alpha0!r}")
         self.alpha0 = alpha0
-        if moves is None:  # the collapsed moves need a fixed N; an unknown N runs record moves
-            moves = _DEFAULT_MOVES if self.n_records is not None else ("record",)
-        moves = tuple(moves)
-        bad = [m for m in moves if m not in MOVES]
-        if bad or not moves:
-            raise ValueError(f"moves must be a non-empty subset of {MOVES}, got {moves!r}")
-        self.moves = moves
-        if self.n_records is None and moves != ("record",):
-            raise ValueError(
-                f"moves={moves!r}: with an unknown N only the record move runs (with birth/death "
-                "moves); the collapsed moves need a fixed N"
-            )
+        self.moves = check_moves(moves, known_total=self.n_records is not None)
         if not isinstance(releases, Mapping):
             raise TypeError("releases must be a dict node -> release")
         missing = [v for v in nodes if v not in releases]
@@ -419,31 +241,31 @@ class DataAugmentation(AugmentationStep):
             v: _observation(v, releases[v], (len(self.configs[v]), self.cards[v])) for v in nodes
         }
         self.accountant = accountant
-        self.block_size = self._per_node(block_size, "block_size", self._default_block)
-        self.block_moves = self._per_node(
+        self.block_size = per_node_setting(
+            block_size,
+            "block_size",
+            lambda v: default_block_size(
+                self.observations[v], len(self.configs[v]) * self.cards[v], self._n_scale
+            ),
+            nodes,
+        )
+        self.block_moves = per_node_setting(
             block_moves,
             "block_moves",
             lambda v: math.ceil(2 * self._n_scale / self.block_size[v]),
+            nodes,
         )
-        self.row_moves = self._per_node(
+        self.row_moves = per_node_setting(
             row_moves,
             "row_moves",
             lambda v: max(self.cards[v], math.ceil(_ROW_BUDGET / len(self.configs[v]))),
+            nodes,
         )
-        if birth_death_moves is None:
-            sds = [o.count_sd for o in self.observations.values() if o.count_sd is not None]
-            cells = max(len(self.configs[v]) * self.cards[v] for v in nodes)
-            sd = max(sds) * math.sqrt(cells) if sds else 10.0
-            birth_death_moves = max(20, math.ceil(2 * sd))
-        if (
-            isinstance(birth_death_moves, bool)
-            or not isinstance(birth_death_moves, (int, np.integer))
-            or birth_death_moves < 1
-        ):
-            raise ValueError(
-                f"birth_death_moves must be an integer >= 1, got {birth_death_moves!r}"
-            )
-        self.birth_death_moves = int(birth_death_moves)
+        self.birth_death_moves = birth_death_setting(
+            birth_death_moves,
+            self.observations.values(),
+            (len(self.configs[v]) * self.cards[v] for v in nodes),
+        )
         self._build_arrays()
         self._init_step(sweeps)
 
@@ -510,96 +332,17 @@ class DataAugmentation(AugmentationStep):
         assert self.n_log_prior is not None
         return int(self.n_log_prior.size - 1)
 
-    def _default_block(self, v: str) -> int:
-        obs = self.observations[v]
-        if obs.count_sd is not None:
-            sd = obs.count_sd
-        else:
-            cells = len(self.configs[v]) * self.cards[v]
-            sd = math.sqrt(max(1.0, self._n_scale / cells) / obs.r)
-        return int(max(1, min(self._n_scale, round(sd))))
-
-    def _per_node(self, value: Any, name: str, default: Callable[[str], int]) -> dict[str, int]:
-        nodes = self.structure.order
-        if value is None:
-            return {v: int(default(v)) for v in nodes}
-        if isinstance(value, Mapping):
-            unknown = [v for v in value if v not in self.cards]
-            if unknown:
-                raise ValueError(f"{name}: {unknown} are not nodes")
-            out = {v: int(default(v)) for v in nodes}
-            out.update({v: value[v] for v in value})
-        else:
-            out = dict.fromkeys(nodes, value)
-        for v, m in out.items():
-            if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
-                raise ValueError(f"{name} must be an integer >= 1 (node {v!r}), got {m!r}")
-        return {v: int(m) for v, m in out.items()}
-
     def _build_arrays(self) -> None:
-        from scipy.special import gammaln
-
-        nodes = self.structure.order
-        index = {v: i for i, v in enumerate(nodes)}
-        d = len(nodes)
-        parents = [[index[p] for p in self.structure.parents[v]] for v in nodes]
-        children: list[list[int]] = [[] for _ in nodes]
-        for i, ps in enumerate(parents):
-            for p in ps:
-                children[p].append(i)
-        card = np.array([self.cards[v] for v in nodes], dtype=np.int64)
-        n_cfg = np.array([len(self.configs[v]) for v in nodes], dtype=np.int64)
-        width_p = max(1, max(len(p) for p in parents))
-        width_c = max(1, max(len(c) for c in children))
-        par = np.zeros((d, width_p), dtype=np.int64)
-        stride = np.zeros((d, width_p), dtype=np.int64)
-        ch = np.zeros((d, width_c), dtype=np.int64)
-        for i in range(d):
-            s = 1
-            for q in range(len(parents[i]) - 1, -1, -1):
-                par[i, q] = parents[i][q]
-                stride[i, q] = s
-                s *= card[parents[i][q]]
-            ch[i, : len(children[i])] = children[i]
-        cell_off = np.zeros(d + 1, dtype=np.int64)
-        cell_off[1:] = np.cumsum(n_cfg * card)
-        row_off = np.zeros(d + 1, dtype=np.int64)
-        row_off[1:] = np.cumsum(n_cfg)
-        self._net = (
-            card,
-            np.array([len(p) for p in parents], dtype=np.int64),
-            par,
-            stride,
-            cell_off,
-            row_off,
-            np.array([len(c) for c in children], dtype=np.int64),
-            ch,
+        """Lay out the kernels' arrays (see
+        :func:`pymc_rdp.distributions.augmentation_arrays.network_arrays`)."""
+        self._net, self._obs, self._alpha, self._index = network_arrays(
+            self.structure,
+            self.cards,
+            self.configs,
+            self.observations,
+            self.alpha0,
+            self._n_scale,
         )
-        n_cells, n_rows = int(cell_off[-1]), int(row_off[-1])
-        kind = np.zeros(d, dtype=np.int64)
-        coef = np.zeros(d)
-        r = np.zeros(d)
-        y = np.zeros(n_cells)
-        logt = np.zeros(n_cells)
-        acell = np.ones(n_cells)
-        arow = np.ones(n_rows)
-        for i, v in enumerate(nodes):
-            o = self.observations[v]
-            sl = slice(cell_off[i], cell_off[i + 1])
-            kind[i] = o.kind
-            coef[i] = o.coef
-            r[i] = o.r
-            y[sl] = o.y
-            if o.logt is not None:
-                logt[sl] = o.logt
-                acell[sl] = o.alpha
-                arow[row_off[i] : row_off[i + 1]] = o.alpha.reshape(n_cfg[i], -1).sum(axis=1)
-        counts = np.arange(self._n_scale + 1, dtype=np.float64)
-        lg_cell = np.broadcast_to(gammaln(self.alpha0 + counts), (d, counts.size)).copy()
-        lg_row = gammaln(card[:, None] * self.alpha0 + counts[None, :])
-        self._obs = (kind, coef, r, y, logt, acell, arow, lg_cell, lg_row)
-        self._alpha = np.full(d, self.alpha0)
-        self._index = index
 
     # ------------------------------------------------------------------ helpers
 
