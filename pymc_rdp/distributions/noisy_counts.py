@@ -30,455 +30,50 @@ released values are integers and
   the continuous Laplace of that variance through the same per-cell or scale-mixture rule as
   above. Evaluating a continuous density at integer points is the usual lattice (continuity)
   approximation of the CLT; the error against the exact integer sum is measured in
-  ``tests/test_distributions_discrete_noise.py``.
+  ``tests/distributions/test_distributions_discrete_noise.py``.
+
+Modules: :mod:`~pymc_rdp.distributions.noisy_counts_op` (the Op
+:class:`~pymc_rdp.distributions.noisy_counts_op.NoisyCountsRV` and its log-density),
+:mod:`~pymc_rdp.distributions.noisy_counts_modes` (the choice of the likelihood mode and the
+noise variances), :mod:`~pymc_rdp.distributions.noisy_counts_checks` (argument checks) and this
+one, the distribution.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
-from pymc.distributions.distribution import Distribution, _support_point
-from pymc.distributions.shape_utils import implicit_size_from_params, rv_size_is_none
-from pymc.logprob.abstract import _logprob
-from pymc.pytensorf import normalize_rng_param
-from pytensor.graph.basic import Constant, Variable
-from pytensor.tensor.random.utils import normalize_size_param
+from pymc.distributions.distribution import Distribution
+from pytensor.graph.basic import Variable
 
 from pymc_rdp.curation.release import Release, check_sensitivity
 from pymc_rdp.distributions import likelihoods as lik
-from pymc_rdp.distributions.noise_models import noise_model_of
-from pymc_rdp.distributions.private_nodes import PrivateRandomVariable
+from pymc_rdp.distributions.noisy_counts_checks import (
+    _batch_shape,
+    _check_n,
+    _check_p,
+    _check_values,
+    _noise_of,
+)
+from pymc_rdp.distributions.noisy_counts_modes import (
+    DISCRETE,
+    MAX_STATES,
+    MODES,
+    noise_variance,
+    resolve_mode,
+    surrogate_scale,
+)
+from pymc_rdp.distributions.noisy_counts_op import NoisyCountsRV
 from pymc_rdp.privacy.mechanisms import (
     Mechanism,
 )
-from pymc_rdp.privacy.mechanisms.discrete_gaussian import discrete_gaussian_variance
-from pymc_rdp.privacy.mechanisms.discrete_laplace import discrete_laplace_variance
 from pymc_rdp.privacy.neighbours import check_neighbours
 
 __all__ = ["MODES", "NoisyCounts", "NoisyCountsRV"]
-
-#: Likelihood modes accepted by :class:`NoisyCounts`.
-MODES = ("auto", "exact", "convolution", "mixture")
-#: Default largest number of count vectors per row for the exact sum.
-MAX_STATES = 10_000
-
-
-class NoisyCountsRV(PrivateRandomVariable):
-    """The Op of a :class:`NoisyCounts` node: y = s + w with s latent counts, w the noise.
-
-    Static attributes (part of equality): ``noise`` ("laplace"/"gaussian", the noise *given* the
-    Op's scale input — "gaussian" with per-cell variances for the scale mixture — or
-    "discrete_laplace"/"discrete_gaussian" for the exact integer sum), ``likelihood``
-    ("exact", "convolution", "mvnormal"), ``poissonised``, ``clamped``, ``rounded``,
-    ``exact_n`` (the known totals, for the exact sum) and the privacy ``record``.
-    """
-
-    extended_signature = "[rng],[size],(),(k),(k)->[rng],(k)"
-    _print_name = ("NoisyCounts", "\\operatorname{NoisyCounts}")
-
-    def __init__(
-        self,
-        *args: Any,
-        noise: str = "laplace",
-        likelihood: str = "convolution",
-        poissonised: bool = False,
-        clamped: bool = False,
-        rounded: bool = False,
-        exact_n: tuple | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.noise = noise
-        self.likelihood = likelihood
-        self.poissonised = poissonised
-        self.clamped = clamped
-        self.rounded = rounded
-        self.exact_n = exact_n
-        super().__init__(*args, **kwargs)
-
-    def _static(self) -> tuple:
-        return (
-            self.record,
-            self.noise,
-            self.likelihood,
-            self.poissonised,
-            self.clamped,
-            self.rounded,
-            self.exact_n,
-        )
-
-    def _meta(self) -> dict[str, Any]:
-        return {
-            "noise": self.noise,
-            "likelihood": self.likelihood,
-            "poissonised": self.poissonised,
-            "clamped": self.clamped,
-            "rounded": self.rounded,
-            "exact_n": self.exact_n,
-            "record": self.record,
-        }
-
-    def rebuild_rv(self, *args: Any, **kwargs: Any) -> Any:
-        return self.rv_op(*args, **self._meta(), **kwargs)
-
-    @classmethod
-    def rv_op(
-        cls,
-        n: Any,
-        p: Any,
-        scale: Any,
-        *,
-        noise: str,
-        likelihood: str,
-        poissonised: bool,
-        clamped: bool,
-        rounded: bool,
-        exact_n: tuple | None,
-        record: str,
-        size: Any = None,
-        rng: Any = None,
-    ) -> Any:
-        n = pt.as_tensor(n, dtype="float64" if poissonised else "int64")
-        p = pt.as_tensor(p, dtype="float64")
-        scale = pt.as_tensor(scale, dtype="float64")
-        rng = normalize_rng_param(rng)
-        size = normalize_size_param(size)
-        if rv_size_is_none(size):
-            size = implicit_size_from_params(n, p, scale, ndims_params=cls.ndims_params)
-        k = p.shape[-1]
-        full = pt.concatenate([size, pt.atleast_1d(k).astype("int64")])
-        if poissonised:
-            rate = (n[..., None] * p) + pt.zeros(full, dtype="float64")
-            rng1, counts = pt.random.poisson(rate, rng=rng, return_next_rng=True)
-        else:
-            rng1, counts = pt.random.multinomial(n, p, size=size, rng=rng, return_next_rng=True)
-        if noise == "laplace":
-            rng2, w = pt.random.laplace(0.0, scale, size=full, rng=rng1, return_next_rng=True)
-        elif noise == "discrete_laplace":
-            # the difference of two geometric variables on {1, 2, ...} with success 1 − e^{−1/t}
-            q = -pt.expm1(-1.0 / scale) + pt.zeros(full, dtype="float64")
-            rng_a, g1 = pt.random.geometric(q, rng=rng1, return_next_rng=True)
-            rng2, g2 = pt.random.geometric(q, rng=rng_a, return_next_rng=True)
-            w = pt.cast(g1 - g2, "float64")
-        elif noise == "discrete_gaussian":
-            # simulation only (never a release): a rounded normal stands in for N_Z(0, σ²)
-            rng2, w = pt.random.normal(0.0, scale, size=full, rng=rng1, return_next_rng=True)
-            w = pt.round(w)
-        else:
-            rng2, w = pt.random.normal(0.0, scale, size=full, rng=rng1, return_next_rng=True)
-        y = pt.cast(counts, "float64") + w
-        if rounded:
-            y = pt.round(y)
-        if clamped:
-            y = pt.maximum(y, 0.0)
-        return cls(
-            inputs=[rng, size, n, p, scale],
-            outputs=[rng2, y],
-            noise=noise,
-            likelihood=likelihood,
-            poissonised=poissonised,
-            clamped=clamped,
-            rounded=rounded,
-            exact_n=exact_n,
-            record=record,
-        )(rng, size, n, p, scale)
-
-
-@_logprob.register(NoisyCountsRV)
-def _noisy_counts_logprob(op: NoisyCountsRV, values: Any, *inputs: Any, **kwargs: Any) -> Any:
-    [value] = values
-    _rng, _size, n, p, scale = inputs
-    if op.likelihood == "exact":
-        shape, flat = op.exact_n
-        n_values = np.asarray(flat, dtype=np.int64).reshape(shape)
-        return lik.exact_logp(
-            value,
-            n_values,
-            p,
-            op.noise,
-            scale,
-            clamped=op.clamped,
-            rounded=op.rounded,
-            k=value.type.shape[-1],
-        )
-    if op.likelihood == "mvnormal":
-        return lik.mvnormal_logp(value, n, p, pt.sqr(scale))
-    return lik.convolution_logp(
-        value,
-        n,
-        p,
-        op.noise,
-        scale,
-        poissonised=op.poissonised,
-        clamped=op.clamped,
-        rounded=op.rounded,
-    )
-
-
-@_support_point.register(NoisyCountsRV)
-def _noisy_counts_support_point(op: NoisyCountsRV, rv: Any, *inputs: Any) -> Any:
-    _rng, _size, n, p, _scale = inputs
-    mean = pt.cast(n, "float64")[..., None] * p
-    return pt.broadcast_to(mean, rv.shape)
-
-
-# ---------------------------------------------------------------------------------------------
-# argument checks
-# ---------------------------------------------------------------------------------------------
-
-
-def _is_symbolic(x: Any) -> bool:
-    return isinstance(x, Variable) and not isinstance(x, Constant)
-
-
-def _check_n(n: Any) -> tuple[Any, np.ndarray | None]:
-    """(n as given or as int64 array, the concrete totals or None when n is a model variable)."""
-    if _is_symbolic(n):
-        if n.type.dtype.startswith(("int", "uint")):
-            raise TypeError(
-                "n as a model variable is read as the expected total μ of Poissonised counts and "
-                "must be continuous (e.g. pm.Gamma or pm.LogNormal), got an integer variable"
-            )
-        return pt.cast(n, "float64"), None
-    if isinstance(n, Constant):
-        n = n.data
-    if isinstance(n, (bool, np.bool_)) or isinstance(n, (str, bytes)) or n is None:
-        raise TypeError(
-            f"n must be a whole number, an array of them or a model variable, got {n!r}"
-        )
-    try:
-        arr = np.asarray(n, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"n must be a whole number or an array of them, got {n!r}") from exc
-    if np.isnan(arr).any() or not np.isfinite(arr).all():
-        raise ValueError("n must be finite (no NaN)")
-    if (arr < 0).any() or (arr != np.round(arr)).any():
-        raise ValueError(f"n must hold non-negative whole numbers, got {n!r}")
-    if arr.ndim > 1:
-        raise ValueError(f"n must be a scalar or have shape (rows,), got shape {arr.shape}")
-    ints = arr.astype(np.int64)
-    return ints, ints
-
-
-def _check_p(p: Any) -> tuple[Any, int | None, tuple | None]:
-    """(p as a float64 tensor, K if known, batch shape if known)."""
-    if _is_symbolic(p):
-        if p.type.ndim < 1:
-            raise ValueError("p must have a category axis (shape (K,) or (rows, K))")
-        if not p.type.dtype.startswith("float"):
-            raise TypeError(f"p must be a float tensor, got dtype {p.type.dtype}")
-        shp = p.type.shape
-        batch = tuple(shp[:-1]) if all(s is not None for s in shp[:-1]) else None
-        return pt.cast(p, "float64"), shp[-1], batch
-    if isinstance(p, Constant):
-        p = p.data
-    if isinstance(p, (str, bytes)) or p is None:
-        raise TypeError(f"p must be an array of probabilities, got {p!r}")
-    try:
-        arr = np.asarray(p, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError("p must be an array of probabilities") from exc
-    if arr.ndim not in (1, 2):
-        raise ValueError(f"p must have shape (K,) or (rows, K), got {arr.shape}")
-    if np.isnan(arr).any():
-        raise ValueError("p contains NaN")
-    if (arr < 0).any() or not np.allclose(arr.sum(axis=-1), 1.0, rtol=0, atol=1e-8):
-        raise ValueError("p must lie on the probability simplex (non-negative, rows summing to 1)")
-    return pt.constant(arr), arr.shape[-1], arr.shape[:-1]
-
-
-def _check_values(values: Any, clamped: bool, rounded: bool, from_release: bool) -> np.ndarray:
-    if isinstance(values, (str, bytes)):
-        raise TypeError("observed must be an array of released values")
-    try:
-        arr = np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError("observed must be an array of released values") from exc
-    if arr.ndim not in (1, 2) or arr.size == 0:
-        raise ValueError(f"observed must have shape (K,) or (rows, K), got {arr.shape}")
-    if np.isnan(arr).any():
-        raise ValueError("observed contains NaN")
-    if not np.isfinite(arr).all():
-        raise ValueError("observed must be finite")
-    if clamped and (arr < 0).any():
-        raise ValueError("observed has negative values but the release is marked clamped at zero")
-    if rounded and (arr != np.round(arr)).any():
-        raise ValueError("observed has non-integer values but the release is marked rounded")
-    if (
-        not from_release
-        and arr.min() >= 0
-        and arr.max() <= 1
-        and (arr != np.round(arr)).any()
-        and np.allclose(arr.sum(axis=-1), 1.0, atol=1e-6)
-    ):
-        raise ValueError(
-            "observed looks normalised (proportions summing to 1): a normalised or projected "
-            "release is no longer the mechanism's output and cannot be modelled; use the raw "
-            "noisy counts"
-        )
-    return arr
-
-
-def _noise_of(mechanism: Any) -> tuple[str, float]:
-    """The noise law and its parameter, from the mechanism's registered likelihood."""
-    model = noise_model_of(mechanism)
-    return model.kind, model.scale(mechanism)
-
-
-def resolve_mode(
-    mode: str,
-    noise: str,
-    n_values: np.ndarray | None,
-    k: int | None,
-    scale: float,
-    *,
-    censored: bool,
-    max_states: int,
-    can_add_latent: bool,
-) -> tuple[str, str]:
-    """(user-facing mode, likelihood kind of the Op) for the arguments of a node."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-    known = n_values is not None
-    n_max = int(np.max(n_values)) if known and np.size(n_values) else 0
-    states = lik.number_of_compositions(n_max, k) if known and k else None
-    if mode == "exact":
-        if not known:
-            raise ValueError("mode='exact' needs a known total n (whole numbers), not a variable")
-        if k is None:
-            raise ValueError("mode='exact' needs the number of cells K to be known from p")
-        return "exact", "exact"
-    if noise in DISCRETE:
-        return _resolve_discrete(
-            mode, noise, n_values, k, scale, states, max_states, censored, can_add_latent
-        )
-    if mode == "mixture":
-        if noise != "laplace":
-            raise ValueError("mode='mixture' is the scale mixture of Laplace noise")
-        if not can_add_latent:
-            raise ValueError("mode='mixture' adds latent variables: use it inside a pm.Model")
-        return "mixture", "mvnormal" if known and not censored else "convolution"
-    if mode == "convolution":
-        if noise == "gaussian" and known and not censored:
-            return "convolution", "mvnormal"
-        return "convolution", "convolution"
-    # auto
-    if noise == "gaussian":
-        return resolve_mode(
-            "convolution",
-            noise,
-            n_values,
-            k,
-            scale,
-            censored=censored,
-            max_states=max_states,
-            can_add_latent=can_add_latent,
-        )
-    if states is not None and states <= max_states:
-        return "exact", "exact"
-    # Independent cells are accurate (posterior TV ≲ 1% from exact) when the largest count
-    # variance n/4 is at most 2% of the noise variance 2b²; otherwise the scale mixture.
-    if not known or n_max / 4.0 <= 0.02 * 2.0 * scale**2 or not can_add_latent:
-        return "convolution", "convolution"
-    return "mixture", "mvnormal" if not censored else "convolution"
-
-
-#: Noise kinds of the discrete mechanisms (integer noise on integer counts).
-DISCRETE = ("discrete_gaussian", "discrete_laplace")
-
-
-def _resolve_discrete(
-    mode: str,
-    noise: str,
-    n_values: np.ndarray | None,
-    k: int | None,
-    scale: float,
-    states: int | None,
-    max_states: int,
-    censored: bool,
-    can_add_latent: bool,
-) -> tuple[str, str]:
-    """(user mode, likelihood kind) for discrete noise.
-
-    ``"exact"``: the integer convolution Σ_s Multinomial(s) Π_k q(y_k − s_k) with the discrete
-    pmf q (the default when it has at most ``max_states`` terms per row). Otherwise a Gaussian
-    surrogate of the noise with its exact variance (:meth:`variance`): for the discrete Gaussian
-    the multivariate normal (``"convolution"``; independent cells when the total is unknown);
-    for the discrete Laplace the continuous Laplace of the same variance, either per cell
-    (normal–Laplace, ``"convolution"``) or as the exponential scale mixture of normals
-    (``"mixture"``), by the rule of the continuous Laplace.
-    """
-    known = n_values is not None
-    if censored:
-        raise ValueError(
-            "clamped or rounded releases are not supported with the discrete mechanisms (their "
-            "output is already integer; release unclamped counts)"
-        )
-    if mode == "exact":
-        if not known:
-            raise ValueError("mode='exact' needs a known total n (whole numbers), not a variable")
-        if states is None:
-            raise ValueError("mode='exact' needs the number of cells K to be known from p")
-        return "exact", "exact"
-    if mode == "auto" and states is not None and states <= max_states:
-        return "exact", "exact"
-    if noise == "discrete_gaussian":
-        if mode == "mixture":
-            raise ValueError("mode='mixture' is the scale mixture of (discrete) Laplace noise")
-        return "convolution", "mvnormal" if known else "convolution"
-    if mode == "mixture":
-        if not can_add_latent:
-            raise ValueError("mode='mixture' adds latent variables: use it inside a pm.Model")
-        return "mixture", "mvnormal" if known else "convolution"
-    if mode == "convolution":
-        return "convolution", "convolution"
-    # auto beyond the exact sum: the continuous Laplace rule, on the surrogate's scale
-    return resolve_mode(
-        "auto",
-        "laplace",
-        n_values,
-        k,
-        surrogate_scale(noise, scale),
-        censored=False,
-        max_states=-1,
-        can_add_latent=can_add_latent,
-    )
-
-
-def noise_variance(noise: str, scale: float) -> float:
-    """The variance of one cell's noise: σ², 2b², or the discrete laws' exact variances."""
-    if noise == "gaussian":
-        return scale**2
-    if noise == "laplace":
-        return 2.0 * scale**2
-    if noise == "discrete_gaussian":
-        return discrete_gaussian_variance(scale)
-    if noise == "discrete_laplace":
-        return discrete_laplace_variance(scale)
-    raise ValueError(f"unknown noise {noise!r}")
-
-
-def surrogate_scale(noise: str, scale: float) -> float:
-    """The scale of the continuous surrogate with the same variance (σ or b)."""
-    var = noise_variance(noise, scale)
-    return math.sqrt(var / 2.0) if noise in ("laplace", "discrete_laplace") else math.sqrt(var)
-
-
-def _batch_shape(*shapes: tuple | None) -> tuple | None:
-    known = [s for s in shapes if s is not None]
-    try:
-        return tuple(np.broadcast_shapes(*known)) if known else None
-    except ValueError:
-        return None
-
-
-# ---------------------------------------------------------------------------------------------
-# the distribution
-# ---------------------------------------------------------------------------------------------
 
 
 class NoisyCounts(Distribution):

@@ -1,7 +1,11 @@
 """Private discrete Bayesian networks: release the family tables, then model or use the releases.
 
 :class:`BayesianNetwork` takes a fixed structure (a DAG) and learns its conditional probability
-tables (CPTs) from a table of sensitive records under Rényi differential privacy (RDP).
+tables (CPTs) from a table of sensitive records under Rényi differential privacy (RDP). The
+class, its state and its documentation live here; the work of its methods lives in
+:mod:`pymc_rdp.models.network_fit` (options, counting, the releases, the model),
+:mod:`pymc_rdp.models.network_posterior` (posterior draws of the CPTs) and
+:mod:`pymc_rdp.models.network_records` (held-out log-likelihood, synthetic records).
 
 Privacy
 -------
@@ -79,46 +83,19 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from pymc_rdp._validation import check_positive
-from pymc_rdp.bn.structure import (
-    NetworkStructure,
-    cell_labels,
-    config_labels,
-    encode_frame,
-    forward_sample,
-    parse_structure,
-    record_log_likelihood,
-    validate_frame,
-)
-from pymc_rdp.curation.charge import PlannedRelease, release_plan
-from pymc_rdp.curation.domains import FROM_DATA, check_states, declare_from_data
-from pymc_rdp.curation.family_tables import check_public_total, count_family_tables
-from pymc_rdp.curation.release import Release, check_sensitivity
-from pymc_rdp.curation.table_budget import (
-    TABLE_MECHANISMS,
-    calibrate_tables,
-    check_budget,
-    make_accountant,
-)
+from pymc_rdp.bn.structure import NetworkStructure, cell_labels, config_labels, parse_structure
+from pymc_rdp.curation.domains import FROM_DATA, check_states
+from pymc_rdp.curation.release import Release
 from pymc_rdp.distributions.bn_models import (
     AUTO_MULTINOMIAL_CELLS,
     CoordsDict,
     cell_dim,
-    conjugate_model,
-    cpt_name,
-    noise_aware_model,
-    point_model,
     table_dims,
 )
-from pymc_rdp.privacy.neighbours import check_neighbours
+from pymc_rdp.models import network_fit, network_posterior, network_records
+from pymc_rdp.models.network_fit import NAIVE_FLOOR
 
 __all__ = ["AUTO_MULTINOMIAL_CELLS", "NAIVE_FLOOR", "BayesianNetwork", "cell_labels"]
-
-_MECHANISMS = (*TABLE_MECHANISMS, "none")
-
-_LIKELIHOODS = ("auto", "multinomial", "poissonised")
-#: clipping floor of the naive baseline (Ponnoprat 2023, Sec. 6, Gaussian and Laplace baselines)
-NAIVE_FLOOR = 1e-6
 
 
 class BayesianNetwork:
@@ -366,111 +343,24 @@ class BayesianNetwork:
         BudgetExceededError
             The fit does not fit into ``accountant``'s remaining budget; nothing was released.
         """
-        if random_state is not None:
-            raise TypeError(
-                "random_state is not accepted by fit(): privacy noise comes from OS entropy and "
-                "is never steered by a user seed. Use noise_source=pmr.UnsafeNoiseSeed(k) for "
-                "reproducible, non-private releases in tests, and sample(random_seed=...) for "
-                "the MCMC"
-            )
-        from pymc_rdp.privacy.mechanisms.noise import resolve_noise_source
-
-        source = resolve_noise_source(noise_source)
-        if mechanism not in _MECHANISMS:
-            raise ValueError(f"mechanism must be one of {_MECHANISMS}, got {mechanism!r}")
-        check_neighbours(neighbours)
-        if noise_model not in ("per-family", "joint"):
-            raise ValueError(f"noise_model must be 'per-family' or 'joint', got {noise_model!r}")
-        if margins not in ("free", "network"):
-            raise ValueError(f"margins must be 'free' or 'network', got {margins!r}")
-        if likelihood not in _LIKELIHOODS:
-            raise ValueError(f"likelihood must be one of {_LIKELIHOODS}, got {likelihood!r}")
-        if not isinstance(noise_aware, (bool, np.bool_)):
-            raise TypeError(f"noise_aware must be True or False, got {noise_aware!r}")
-        alpha0 = float(check_positive(alpha0, "alpha0"))
-        if mechanism == "none":
-            for name, value in (("epsilon", epsilon), ("order", order), ("delta", delta)):
-                if value is not None:
-                    raise ValueError(f"{name} is not used with mechanism='none' (no privacy)")
-        else:
-            epsilon, order, delta = check_budget(epsilon, order, delta)
-
-        counted = count_family_tables(
+        return network_fit.fit_network(
+            self,
             df,
-            self.structure,
-            self._given_states,
-            private=mechanism != "none",
-            from_data_nodes=self._from_data_nodes,
-            all_from_data=self._states_from_data,
+            mechanism=mechanism,
+            epsilon=epsilon,
+            order=order,
+            delta=delta,
+            neighbours=neighbours,
+            accountant=accountant,
+            noise_aware=noise_aware,
+            alpha0=alpha0,
+            noise_source=noise_source,
+            likelihood=likelihood,
+            margins=margins,
+            noise_model=noise_model,
+            public_total=public_total,
+            random_state=random_state,
         )
-        states, tables, cards = counted.states, counted.tables, counted.cards
-        n_public = check_public_total(public_total, counted.n_records)
-
-        acc = mech = None
-        if mechanism != "none":
-            if accountant is None:  # a refit charges the accountant of the previous fit
-                accountant = self.__dict__.get("_last_accountant")
-            acc = make_accountant(accountant, epsilon, order, delta)
-            self._last_accountant = acc
-            mech = calibrate_tables(
-                mechanism,
-                self.structure.n_families,
-                epsilon=epsilon,
-                order=order,
-                delta=delta,
-                neighbours=neighbours,
-                alpha0=alpha0,
-                orders=np.asarray(acc.orders, dtype=np.float64),
-            )
-            releases = self._release_tables(
-                tables, mech, acc, source, neighbours, n_public, counted.from_data
-            )
-
-        self._reset()
-        self.mechanism = mechanism
-        self.neighbours = neighbours
-        counts = mech is not None and mech.for_counts
-        self.noise_aware = bool(noise_aware) if counts else None
-        self.noise_model = noise_model if self.noise_aware else None
-        self.states = states
-        self.cards = cards
-        # N leaves the curator only when declared public (or without privacy)
-        self.n_records = counted.n_records if mechanism == "none" else n_public
-        self.alpha0 = alpha0
-
-        if mechanism == "none":
-            self.accountant = accountant
-            self._posterior_params = {v: tables[v] + alpha0 for v in self.nodes}
-            self._point_cpts = {
-                v: a / a.sum(axis=1, keepdims=True) for v, a in self._posterior_params.items()
-            }
-            self.model = conjugate_model(self, tables)
-            self._fitted = True
-            return self
-
-        self.accountant = acc
-        self.family_mechanism = mech
-        self.releases = releases
-        if mech.releases_probabilities:  # the released CPTs are the result
-            self._point_cpts = {v: _normalise(releases[v].values) for v in self.nodes}
-            self.model = point_model(self, self._point_cpts)
-        else:
-            if self.n_records is None:
-                totals = [float(np.sum(r.values)) for r in releases.values()]
-                self.n_records = max(1, round(float(np.mean(totals))))
-            if noise_aware and noise_model == "joint":
-                from pymc_rdp.distributions.joint_likelihood import joint_model_from_network
-
-                self.model = joint_model_from_network(self)
-            elif noise_aware:
-                self.model = noise_aware_model(self, likelihood, margins)
-            else:
-                self._point_cpts = {
-                    v: _naive_cpt(releases[v].values.reshape(-1, cards[v])) for v in self.nodes
-                }
-                self.model = point_model(self, self._point_cpts)
-        self._fitted = True
-        return self
 
     def _release_tables(
         self,
@@ -487,39 +377,9 @@ class BayesianNetwork:
         A count mechanism releases the flattened table (configuration-major) with integer
         noise; the Dirichlet mechanism one draw per row (the released CPT).
         """
-        counts = mech.for_counts
-        check_sensitivity(mech, neighbours)
-        plan = [
-            PlannedRelease(
-                mech,
-                tables[v].reshape(-1).astype(np.int64) if counts else tables[v],
-                f"bn:{v}",
-                neighbours=neighbours,
-                public_total=None if n_public is None else float(n_public),
-            )
-            for v in self.nodes
-        ]
-        declarations: list[Any] = [lambda a: declare_from_data(a, from_data, "BayesianNetwork.fit")]
-        if n_public is not None:
-            declarations.append(
-                (
-                    "public_total",
-                    f"the number of records N = {n_public} of the fit was declared public by "
-                    "the caller",
-                )
-            )
-        released = release_plan(
-            plan,
-            acc,
-            noise_source=source,
-            declarations=declarations,
-            refusal=(
-                f"the {len(plan)} family releases ({mech!r} each) do not fit into the "
-                "accountant's remaining budget (without accountant=, a refit is charged to "
-                "the accountant of the previous fit)"
-            ),
+        return network_fit.release_tables(
+            self, tables, mech, acc, source, neighbours, n_public, from_data
         )
-        return dict(zip(self.nodes, released, strict=True))
 
     # ------------------------------------------------------------ sampling
 
@@ -553,50 +413,13 @@ class BayesianNetwork:
         is also stored as :attr:`idata`; for a noise-aware model its posterior mean becomes
         :attr:`cpts`.
         """
-        self._check_fitted()
-        import arviz as az
-
-        from pymc_rdp.models.posterior_sampling import resolve_sampler, sample_augmented
-
-        use = resolve_sampler(self, sampler)
-        coords = dict(self.coords)
-        dims = {cpt_name(v): [cell_dim(v)] for v in self.nodes}
-        if use == "augmentation":
-            idata = sample_augmented(self, draws, tune, chains, random_seed, **kwargs)
-        elif self._posterior_params is not None:
-            rng = np.random.default_rng(random_seed)
-            post = {
-                cpt_name(v): _dirichlet_draws(rng, a, chains, draws).reshape(chains, draws, -1)
-                for v, a in self._posterior_params.items()
-            }
-            idata = az.from_dict({"posterior": post}, coords=coords, dims=dims)
-        elif self._point_cpts is not None and self.model is not None and self._is_point_model():
-            post = {cpt_name(v): self._point_cpts[v].reshape(1, 1, -1) for v in self.nodes}
-            idata = az.from_dict({"posterior": post}, coords=coords, dims=dims)
-        else:
-            from pymc_rdp.distributions import sample as _sample
-
-            idata = _sample(
-                draws,
-                model=self.model,
-                accountant=self.accountant,
-                tune=tune,
-                chains=chains,
-                random_seed=random_seed,
-                **kwargs,
-            )
-        _attach(idata, self.model, self.accountant)
-        self.idata = idata
-        if self.noise_aware:
-            self._point_cpts = {
-                v: _normalise(self.cpt_draws(idata, v).mean(axis=0)) for v in self.nodes
-            }
-        return idata
+        return network_posterior.sample_network(
+            self, draws, tune, chains, random_seed, sampler, **kwargs
+        )
 
     def _is_point_model(self) -> bool:
         """The released (Dirichlet) or naive CPTs: nothing to infer."""
-        mech = self.family_mechanism
-        return mech is not None and (mech.releases_probabilities or not self.noise_aware)
+        return network_posterior.is_point_model(self)
 
     def cpt_draws(self, idata: Any, node: str) -> np.ndarray:
         """Draws of ``node``'s CPT: float64 array (draws, parent configurations, child states).
@@ -604,15 +427,7 @@ class BayesianNetwork:
         Chains are stacked (chain-major). Reads the flat layout ``{node}_cell`` of this class's
         posteriors and the 2-D layout ``({node}_parent_config, {node}_state)``.
         """
-        self._check_node(node)
-        da = idata["posterior"][cpt_name(node)]
-        if cell_dim(node) in da.dims:
-            shape = (len(self.parent_configurations(node)), len(self._known_states()[node]))
-            arr = da.transpose("chain", "draw", cell_dim(node)).to_numpy()
-            return np.asarray(arr.reshape(-1, *shape), dtype=np.float64)
-        dc, ds = table_dims(node)
-        arr = da.transpose("chain", "draw", dc, ds).to_numpy()
-        return np.asarray(arr.reshape(-1, arr.shape[2], arr.shape[3]), dtype=np.float64)
+        return network_posterior.cpt_draws(self, idata, node)
 
     @property
     def cpts(self) -> dict[str, np.ndarray]:
@@ -651,20 +466,7 @@ class BayesianNetwork:
             A value outside a node's fitted states raises ValueError ("raise"), or its record is
             left out of the mean ("skip"; at least one record must remain).
         """
-        self._check_fitted()
-        cpts = self.cpts
-        sub = validate_frame(df, self.nodes)
-        if unseen not in ("raise", "skip"):
-            raise ValueError(f"unseen must be 'raise' or 'skip', got {unseen!r}")
-        if unseen == "skip":
-            keep = np.ones(len(sub), dtype=bool)
-            for v in self.nodes:
-                keep &= np.asarray(sub[v].isin(list(self.states[v])), dtype=bool)
-            if not keep.any():
-                raise ValueError("df: every record has a value outside the fitted states")
-            sub = sub[keep]
-        codes = encode_frame(sub, self.states)
-        return float(np.mean(record_log_likelihood(self.structure, cpts, self.cards, codes)))
+        return network_records.log_likelihood(self, df, unseen)
 
     def sample_data(
         self,
@@ -680,28 +482,7 @@ class BayesianNetwork:
 
         Returns a DataFrame with one categorical column per node (categories = the states).
         """
-        self._check_fitted()
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be an integer >= 0, got {n!r}")
-        if random_state is not None:
-            import warnings
-
-            if random_seed is not None:
-                raise TypeError("give random_seed only (random_state is its deprecated name)")
-            warnings.warn(
-                "sample_data(random_state=...) is now sample_data(random_seed=...)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            random_seed = random_state
-        rng = np.random.default_rng(random_seed)
-        codes = forward_sample(self.structure, self.cpts, self.cards, int(n), rng)
-        return pd.DataFrame(
-            {
-                v: pd.Categorical.from_codes(codes[v], categories=list(self.states[v]))
-                for v in self.nodes
-            }
-        )
+        return network_records.sample_data(self, n, random_seed, random_state)
 
     def synthesize(
         self, m: int, n: int | None = None, random_state: int | np.random.Generator | None = None
@@ -732,30 +513,3 @@ class BayesianNetwork:
     def __repr__(self) -> str:
         status = f"fitted with {self.mechanism!r}" if self._fitted else "not fitted"
         return f"BayesianNetwork({len(self.nodes)} nodes, {status})"
-
-
-# --------------------------------------------------------------------------- module helpers
-
-
-def _naive_cpt(noisy: np.ndarray) -> np.ndarray:
-    """The paper's naive baseline: clip the noisy counts at 1e-6 and normalise each row."""
-    return _normalise(np.maximum(noisy, NAIVE_FLOOR))
-
-
-def _normalise(table: np.ndarray) -> np.ndarray:
-    table = np.asarray(table, dtype=np.float64)
-    return table / table.sum(axis=-1, keepdims=True)
-
-
-def _dirichlet_draws(
-    rng: np.random.Generator, a: np.ndarray, chains: int, draws: int
-) -> np.ndarray:
-    g = rng.standard_gamma(np.broadcast_to(a, (chains, draws, *a.shape)))
-    return g / g.sum(axis=-1, keepdims=True)
-
-
-def _attach(idata: Any, model: Any, accountant: Any) -> None:
-    """Store the model's private nodes and the accountant (JSON) in the DataTree's attrs."""
-    from pymc_rdp.distributions import attach_ledger
-
-    attach_ledger(idata, model=model, accountant=accountant)

@@ -1,0 +1,112 @@
+"""Posterior draws of a fitted :class:`pymc_rdp.BayesianNetwork`'s CPTs.
+
+:func:`sample_network` is the body of :meth:`pymc_rdp.BayesianNetwork.sample`: it dispatches to
+data augmentation, exact conjugate draws, the point CPTs as one draw or NUTS (the choice:
+:mod:`pymc_rdp.models.posterior_sampling`), attaches the ledger and stores the posterior mean.
+:func:`cpt_draws` reads one node's CPT draws back as a 3-D array. Sampling is post-processing of
+the releases and never charges the accountant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pymc_rdp.distributions.bn_models import cell_dim, cpt_name, table_dims
+from pymc_rdp.models.network_fit import normalise_rows
+
+__all__ = ["cpt_draws", "is_point_model", "sample_network"]
+
+
+def sample_network(
+    bn: Any,
+    draws: int,
+    tune: int,
+    chains: int,
+    random_seed: Any,
+    sampler: str | None,
+    /,
+    **kwargs: Any,
+) -> Any:
+    """Posterior draws of ``bn``'s CPTs as an ArviZ DataTree carrying the ledger.
+
+    The options and the samplers are those of :meth:`pymc_rdp.BayesianNetwork.sample`; the
+    result is also stored as ``bn.idata`` and, for a noise-aware fit, its posterior mean as
+    ``bn``'s point CPTs.
+    """
+    bn._check_fitted()
+    import arviz as az
+
+    from pymc_rdp.models.posterior_sampling import resolve_sampler, sample_augmented
+
+    use = resolve_sampler(bn, sampler)
+    coords = dict(bn.coords)
+    dims = {cpt_name(v): [cell_dim(v)] for v in bn.nodes}
+    if use == "augmentation":
+        idata = sample_augmented(bn, draws, tune, chains, random_seed, **kwargs)
+    elif bn._posterior_params is not None:
+        rng = np.random.default_rng(random_seed)
+        post = {
+            cpt_name(v): _dirichlet_draws(rng, a, chains, draws).reshape(chains, draws, -1)
+            for v, a in bn._posterior_params.items()
+        }
+        idata = az.from_dict({"posterior": post}, coords=coords, dims=dims)
+    elif bn._point_cpts is not None and bn.model is not None and bn._is_point_model():
+        post = {cpt_name(v): bn._point_cpts[v].reshape(1, 1, -1) for v in bn.nodes}
+        idata = az.from_dict({"posterior": post}, coords=coords, dims=dims)
+    else:
+        from pymc_rdp.distributions import sample as _sample
+
+        idata = _sample(
+            draws,
+            model=bn.model,
+            accountant=bn.accountant,
+            tune=tune,
+            chains=chains,
+            random_seed=random_seed,
+            **kwargs,
+        )
+    _attach(idata, bn.model, bn.accountant)
+    bn.idata = idata
+    if bn.noise_aware:
+        bn._point_cpts = {v: normalise_rows(bn.cpt_draws(idata, v).mean(axis=0)) for v in bn.nodes}
+    return idata
+
+
+def is_point_model(bn: Any) -> bool:
+    """The released (Dirichlet) or naive CPTs: nothing to infer."""
+    mech = bn.family_mechanism
+    return mech is not None and (mech.releases_probabilities or not bn.noise_aware)
+
+
+def cpt_draws(bn: Any, idata: Any, node: str) -> np.ndarray:
+    """Draws of ``node``'s CPT: float64 array (draws, parent configurations, child states).
+
+    Chains are stacked (chain-major). Reads the flat layout ``{node}_cell`` of
+    :class:`pymc_rdp.BayesianNetwork`'s posteriors and the 2-D layout
+    ``({node}_parent_config, {node}_state)``.
+    """
+    bn._check_node(node)
+    da = idata["posterior"][cpt_name(node)]
+    if cell_dim(node) in da.dims:
+        shape = (len(bn.parent_configurations(node)), len(bn._known_states()[node]))
+        arr = da.transpose("chain", "draw", cell_dim(node)).to_numpy()
+        return np.asarray(arr.reshape(-1, *shape), dtype=np.float64)
+    dc, ds = table_dims(node)
+    arr = da.transpose("chain", "draw", dc, ds).to_numpy()
+    return np.asarray(arr.reshape(-1, arr.shape[2], arr.shape[3]), dtype=np.float64)
+
+
+def _dirichlet_draws(
+    rng: np.random.Generator, a: np.ndarray, chains: int, draws: int
+) -> np.ndarray:
+    g = rng.standard_gamma(np.broadcast_to(a, (chains, draws, *a.shape)))
+    return g / g.sum(axis=-1, keepdims=True)
+
+
+def _attach(idata: Any, model: Any, accountant: Any) -> None:
+    """Store the model's private nodes and the accountant (JSON) in the DataTree's attrs."""
+    from pymc_rdp.distributions import attach_ledger
+
+    attach_ledger(idata, model=model, accountant=accountant)
