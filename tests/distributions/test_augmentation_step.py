@@ -71,6 +71,7 @@ def test_pm_sample_with_the_step_gives_the_exact_posterior(exact_gaussian):
         assert rates.shape == (2, 3000) and 0 < rates.mean() < 1, move
 
 
+@pytest.mark.slow  # two worker processes each compile the kernels: about 2 minutes
 def test_the_step_and_the_fast_path_agree_on_a_network_model():
     """On a fitted network's own model (whole-family variables for nodes with parents, flat CPTs
     for roots), two worker processes: the same posterior as ``DataAugmentation.sample``."""
