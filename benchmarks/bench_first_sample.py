@@ -13,6 +13,23 @@ runs NUTS (``--chains`` chains of ``--tune`` + ``--draws`` on ``--cores`` cores)
   start of the worker processes);
 * the ratio compile / sampling.
 
+Samplers (``--sampler``, comma-separated; each in its own cold cache directory):
+
+* ``pymc``: PyMC's NUTS on PyTensor's default (numba) backend;
+* ``pymc-fast-compile``: the same with ``PYTENSOR_FLAGS=mode=FAST_COMPILE`` (few rewrites, the
+  Python/C virtual machine instead of one numba function);
+* ``numpyro``: ``pm.sample(nuts_sampler="numpyro")``, the logp graph compiled by JAX;
+* ``nutpie-numba``: ``pm.sample(nuts_sampler="nutpie")`` through nutpie's numba backend;
+* ``nutpie-jax``: nutpie with ``backend="jax"`` and ``gradient_backend="jax"``.
+
+JAX's persistent compilation cache is pointed at the case's cache directory
+(``JAX_COMPILATION_CACHE_DIR``), so a cold run compiles from scratch and the warm run may reuse it.
+JAX compiles lazily: numpyro and nutpie's JAX backend trace and compile the sampler's functions
+inside their sampling call, which PyMC counts as sampling time. The benchmark moves that time to
+compile: it sums JAX's own compile events (``jax.monitoring``: jaxpr tracing, lowering to MLIR,
+XLA compilation) recorded inside the engine's sampling call and subtracts them from sampling.
+Nested traces may be counted twice, so the compile figure of a JAX engine is an upper bound.
+
 Cases: a hierarchical 6-region × 4-outcome model observing one noised 6 × 4 table through
 ``NoisyCounts`` (discrete Laplace noise through ``pmr.privatize``, continuous Laplace noise through
 ``observed=``), the asia network fitted with Gaussian and with Laplace releases (noise-aware,
@@ -23,7 +40,8 @@ for the network ``fit(mechanism="none")``, sampled by NUTS too).
 function: graph construction, rewrites, numba compilation and the first evaluation.
 
 Run: ``python benchmarks/bench_first_sample.py [--cases hier_dlaplace,asia_gaussian,...]
-[--draws 1000 --tune 1000 --chains 2 --cores 2] [--stages]``
+[--sampler pymc,numpyro,nutpie-numba,nutpie-jax] [--draws 1000 --tune 1000 --chains 2
+--cores 2] [--stages]``
 """
 
 from __future__ import annotations
@@ -50,6 +68,7 @@ CASES = {
     "asia_laplace": "asia, Laplace releases, noise-aware",
     "asia_plain": "asia, true counts (Dirichlet-Multinomial)",
 }
+SAMPLERS = ("pymc", "pymc-fast-compile", "numpyro", "nutpie-numba", "nutpie-jax")
 ANCHOR = {
     "hier_dlaplace": "hier_plain",
     "hier_laplace": "hier_plain",
@@ -124,13 +143,79 @@ def _model_of(case: str) -> Any:
     return build_network(case).model
 
 
-def worker(case: str, draws: int, tune: int, chains: int, cores: int) -> dict[str, float]:
+_JAX_COMPILE_EVENTS = (
+    "/jax/core/compile/jaxpr_trace_duration",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration",
+    "/jax/core/compile/backend_compile_duration",
+)
+
+
+def _watch_engine_compile(sampler: str) -> dict[str, float]:
+    """Sum JAX's compile events inside the engine's sampling call (numpyro's or nutpie's)."""
+    seen = {"inside": 0.0, "all": 0.0}
+    if sampler not in ("numpyro", "nutpie-jax"):
+        return seen
+    import jax.monitoring
+
+    state = {"in_call": False}
+
+    def listen(event: str, duration: float, **kwargs: Any) -> None:
+        if event in _JAX_COMPILE_EVENTS:
+            seen["all"] += duration
+            if state["in_call"]:
+                seen["inside"] += duration
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+
+    def wrap(module: Any, name: str) -> None:
+        inner = getattr(module, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            state["in_call"] = True
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                state["in_call"] = False
+
+        setattr(module, name, call)
+
+    if sampler == "numpyro":
+        import pymc.sampling.jax as pymc_jax
+
+        wrap(pymc_jax, "_sample_numpyro_nuts")
+    else:
+        import nutpie
+
+        wrap(nutpie, "sample")
+    return seen
+
+
+def _sampler_kwargs(sampler: str) -> dict[str, Any]:
+    if sampler in ("pymc", "pymc-fast-compile"):
+        return {"nuts_sampler": "pymc"}
+    if sampler == "numpyro":
+        return {"nuts_sampler": "numpyro"}
+    if sampler == "nutpie-numba":
+        return {"nuts_sampler": "nutpie", "backend": "numba"}
+    if sampler == "nutpie-jax":
+        return {
+            "nuts_sampler": "nutpie",
+            "backend": "jax",
+            "compile_kwargs": {"gradient_backend": "jax"},
+        }
+    raise ValueError(f"unknown sampler {sampler!r}; choose from {', '.join(SAMPLERS)}")
+
+
+def worker(
+    case: str, draws: int, tune: int, chains: int, cores: int, sampler: str = "pymc"
+) -> dict[str, float]:
     """Build and sample one case in this process (called in a subprocess)."""
     import pymc as pm
 
     t0 = time.perf_counter()
     model = _model_of(case)
     t_build = time.perf_counter() - t0
+    seen = _watch_engine_compile(sampler)
     t0 = time.perf_counter()
     idata = pm.sample(
         draws=draws,
@@ -141,14 +226,15 @@ def worker(case: str, draws: int, tune: int, chains: int, cores: int) -> dict[st
         random_seed=1,
         progressbar=False,
         compute_convergence_checks=False,
-        nuts_sampler="pymc",
+        **_sampler_kwargs(sampler),
     )
     t_total = time.perf_counter() - t0
-    t_sampling = float(idata["posterior"].attrs["sampling_time"])
+    t_sampling = float(idata["posterior"].attrs["sampling_time"]) - seen["inside"]
     return {
         "build": t_build,
         "compile": t_total - t_sampling,
         "sampling": t_sampling,
+        "jax_compile": seen["all"],
         "divergences": int(idata["sample_stats"]["diverging"].sum()),
     }
 
@@ -186,10 +272,14 @@ def stages(case: str) -> dict[str, float]:
     }
 
 
-def _run(args: list[str], cache: Path) -> dict[str, Any]:
+def _run(args: list[str], cache: Path, sampler: str = "pymc") -> dict[str, Any]:
     env = dict(os.environ)
-    env["PYTENSOR_FLAGS"] = f"base_compiledir={cache / 'pytensor'}"
+    flags = f"base_compiledir={cache / 'pytensor'}"
+    if sampler == "pymc-fast-compile":
+        flags += ",mode=FAST_COMPILE"
+    env["PYTENSOR_FLAGS"] = flags
     env["NUMBA_CACHE_DIR"] = str(cache / "numba")
+    env["JAX_COMPILATION_CACHE_DIR"] = str(cache / "jax")
     out = subprocess.run(
         [sys.executable, __file__, *args],
         env=env,
@@ -209,12 +299,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tune", type=int, default=1000)
     parser.add_argument("--chains", type=int, default=2)
     parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument(
+        "--sampler", default="pymc", help=f"comma-separated, from {', '.join(SAMPLERS)}"
+    )
     parser.add_argument("--stages", action="store_true")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--stage-worker", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.worker, args.draws, args.tune, args.chains, args.cores)))
+        print(
+            json.dumps(
+                worker(args.worker, args.draws, args.tune, args.chains, args.cores, args.sampler)
+            )
+        )
         return
     if args.stage_worker:
         print(json.dumps(stages(args.stage_worker)))
@@ -224,6 +321,10 @@ def main(argv: list[str] | None = None) -> None:
     for c in cases:
         if c not in CASES:
             raise SystemExit(f"unknown case {c!r}; choose from {', '.join(CASES)}")
+    samplers = [v for v in args.sampler.split(",") if v]
+    for v in samplers:
+        if v not in SAMPLERS:
+            raise SystemExit(f"unknown sampler {v!r}; choose from {', '.join(SAMPLERS)}")
     common = [
         f"--draws={args.draws}",
         f"--tune={args.tune}",
@@ -234,40 +335,52 @@ def main(argv: list[str] | None = None) -> None:
         f"{args.chains} chains x ({args.tune} + {args.draws}), cores={args.cores}; "
         f"os.cpu_count()={os.cpu_count()}, load {os.getloadavg()[0]:.1f}"
     )
-    results: dict[str, dict[str, dict[str, Any]]] = {}
+    header = (
+        f"{'case':44s} {'sampler':17s} {'cache':5s} {'build':>6s} {'compile':>8s} "
+        f"{'sampling':>9s} {'compile/sampling':>17s} {'div':>5s} {'load':>5s}"
+    )
+    print(header)
+    print("-" * len(header), flush=True)
+    results: dict[tuple[str, str], dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="first-sample-") as tmp:
-        for c in cases:
-            cache = Path(tmp) / c
-            results[c] = {
-                "cold": _run([f"--worker={c}", *common], cache),
-                "warm": _run([f"--worker={c}", *common], cache),
-            }
+        for v in samplers:
+            for c in cases:
+                cache = Path(tmp) / f"{v}-{c}"
+                run = [f"--worker={c}", f"--sampler={v}", *common]
+                results[v, c] = {}
+                for kind in ("cold", "warm"):
+                    r = _run(run, cache, v)
+                    results[v, c][kind] = r
+                    print(
+                        f"{CASES[c]:44s} {v:17s} {kind:5s} {r['build']:6.1f} "
+                        f"{r['compile']:8.1f} {r['sampling']:9.1f} "
+                        f"{r['compile'] / r['sampling']:17.2f} {r['divergences']:5d} "
+                        f"{os.getloadavg()[0]:5.1f}",
+                        flush=True,
+                    )
         stage_rows = {}
         if args.stages:
             for c in cases:
                 if c in ANCHOR or c.endswith("plain"):
                     stage_rows[c] = _run([f"--stage-worker={c}"], Path(tmp) / f"{c}-stages")
 
-    header = (
-        f"{'case':48s} {'cache':5s} {'build':>7s} {'compile':>8s} {'sampling':>9s} "
-        f"{'compile/sampling':>17s} {'divergences':>11s}"
-    )
-    print(header)
-    print("-" * len(header))
+    print()
+    for v in samplers:
+        for c, anchor in ANCHOR.items():
+            if (v, c) in results and (v, anchor) in results:
+                a, b = results[v, c]["cold"], results[v, anchor]["cold"]
+                print(
+                    f"{v}: cold compile of {c} / {anchor}: {a['compile'] / b['compile']:.2f}; "
+                    f"sampling: {a['sampling'] / b['sampling']:.2f}"
+                )
     for c in cases:
-        for kind in ("cold", "warm"):
-            r = results[c][kind]
-            print(
-                f"{CASES[c]:48s} {kind:5s} {r['build']:7.1f} {r['compile']:8.1f} "
-                f"{r['sampling']:9.1f} {r['compile'] / r['sampling']:17.2f} {r['divergences']:11d}"
-            )
-    for c, anchor in ANCHOR.items():
-        if c in results and anchor in results:
-            a, b = results[c]["cold"], results[anchor]["cold"]
-            print(
-                f"cold compile of {c} / {anchor}: {a['compile'] / b['compile']:.2f}; "
-                f"sampling: {a['sampling'] / b['sampling']:.2f}"
-            )
+        met = [
+            f"{v} ({results[v, c]['cold']['compile']:.1f} s / "
+            f"{results[v, c]['cold']['sampling']:.1f} s)"
+            for v in samplers
+            if results[v, c]["cold"]["compile"] <= results[v, c]["cold"]["sampling"]
+        ]
+        print(f"{c}: cold compile <= sampling with: {', '.join(met) or 'none'}")
     if stage_rows:
         print()
         print(

@@ -18,6 +18,7 @@ from pymc.pytensorf import normalize_rng_param
 from pytensor.tensor.random.utils import normalize_size_param
 
 from pymc_rdp.distributions import likelihoods as lik
+from pymc_rdp.distributions._jax_loader import register_jax_when_loaded
 from pymc_rdp.distributions.private_nodes import PrivateRandomVariable
 
 __all__ = ["NoisyCountsRV"]
@@ -179,3 +180,7 @@ def _noisy_counts_support_point(op: NoisyCountsRV, rv: Any, *inputs: Any) -> Any
     _rng, _size, n, p, _scale = inputs
     mean = pt.cast(n, "float64")[..., None] * p
     return pt.broadcast_to(mean, rv.shape)
+
+
+# the package's custom Ops compile under JAX once PyTensor's JAX backend is loaded
+register_jax_when_loaded()

@@ -5,7 +5,8 @@ any other elementwise function. Their numba implementation (PyTensor's default l
 compiled kernel of :mod:`pymc_rdp.privacy._kernels`, registered with
 ``register_funcify_and_cache_key``; their Python implementation (used by the C and Python
 linkers, these Ops have no C code) calls numpy ufuncs compiled from the same kernels. PyTensor's
-own ``tri_gamma`` falls back to object mode under numba.
+own ``tri_gamma`` falls back to object mode under numba. Their JAX implementations
+(:mod:`pymc_rdp.distributions.jax_dispatch`) are registered when PyTensor's JAX backend loads.
 
 Gradients
 ---------
@@ -33,6 +34,7 @@ from pytensor.scalar.basic import ScalarOp, UnaryScalarOp
 from pytensor.tensor.elemwise import Elemwise
 from pytensor.tensor.variable import TensorVariable
 
+from pymc_rdp.distributions._jax_loader import register_jax_when_loaded
 from pymc_rdp.privacy import _kernels
 
 __all__ = [
@@ -236,3 +238,6 @@ def calibrate_r(
         raise ValueError(f"scheme must be 'paper' or 'fixed-alpha', got {scheme!r}")
     args = [_as_float64(v) for v in (epsilon, order, alpha0, l2_sensitivity, linf_sensitivity)]
     return _ELEMWISE_CALIBRATE[scheme](*args)
+
+
+register_jax_when_loaded()

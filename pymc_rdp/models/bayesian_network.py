@@ -401,7 +401,13 @@ class BayesianNetwork:
           without a public ``N``); an unknown ``N`` is sampled too (``n_records``);
         * ``sampler="nuts"``: NUTS on :attr:`model` (``pymc_rdp.sample``; extra keyword
           arguments go to ``pm.sample``) for Gaussian/Laplace fits; for a Dirichlet fit the
-          released CPTs as one chain of one draw;
+          released CPTs as one chain of one draw. ``nuts_sampler`` picks the engine:
+          ``"pymc"``, ``"nutpie"`` (add ``backend="jax"`` and
+          ``compile_kwargs={"gradient_backend": "jax"}`` to compile with JAX, the fastest
+          cold start: ``pip install 'pymc-rdp[jax]'``), ``"numpyro"`` or ``"blackjax"``; an
+          engine that is not installed raises ImportError naming the install command
+          (:func:`pymc_rdp.models.network_posterior.check_nuts_engine`). Left out, PyMC
+          chooses (nutpie when it is installed);
         * ``"none"``: exact draws from the conjugate ``Dirichlet(alpha0 + counts)`` rows (its
           :attr:`cpts` stay the exact posterior mean);
         * the naive baseline: its CPTs as one chain of one draw (``draws``, ``tune`` ignored).

@@ -9,6 +9,7 @@ the releases and never charges the accountant.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import numpy as np
@@ -16,7 +17,41 @@ import numpy as np
 from pymc_rdp.distributions.bn_models import cell_dim, cpt_name, table_dims
 from pymc_rdp.models.network_fit import normalise_rows
 
-__all__ = ["cpt_draws", "is_point_model", "sample_network"]
+__all__ = ["NUTS_ENGINES", "check_nuts_engine", "cpt_draws", "is_point_model", "sample_network"]
+
+#: ``pm.sample``'s NUTS engines and the packages each needs (``pip install 'pymc-rdp[extra]'``)
+NUTS_ENGINES: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "pymc": ((), None),
+    "nutpie": (("nutpie",), "nutpie"),
+    "numpyro": (("jax", "numpyro"), "jax"),
+    "blackjax": (("jax", "blackjax"), None),
+}
+
+
+def check_nuts_engine(nuts_sampler: Any) -> None:
+    """Refuse an unknown NUTS engine, or one whose packages are not installed.
+
+    Raises
+    ------
+    ValueError
+        ``nuts_sampler`` is not one of :data:`NUTS_ENGINES` (or None: PyMC's choice).
+    ImportError
+        A package the engine needs is missing (the message names the install command).
+    """
+    if nuts_sampler is None:
+        return
+    if nuts_sampler not in NUTS_ENGINES:
+        raise ValueError(
+            f"nuts_sampler must be one of {sorted(NUTS_ENGINES)} or None, got {nuts_sampler!r}"
+        )
+    packages, extra = NUTS_ENGINES[nuts_sampler]
+    missing = [m for m in packages if importlib.util.find_spec(m) is None]
+    if missing:
+        how = f"pip install 'pymc-rdp[{extra}]'" if extra else f"pip install {' '.join(missing)}"
+        raise ImportError(
+            f"nuts_sampler={nuts_sampler!r} needs {', '.join(missing)}, which is not installed: "
+            f"{how}"
+        )
 
 
 def sample_network(
@@ -41,6 +76,18 @@ def sample_network(
     from pymc_rdp.models.posterior_sampling import resolve_sampler, sample_augmented
 
     use = resolve_sampler(bn, sampler)
+    nuts = not (
+        use == "augmentation"
+        or bn._posterior_params is not None
+        or (bn._point_cpts is not None and bn.model is not None and bn._is_point_model())
+    )
+    if "nuts_sampler" in kwargs:
+        if not nuts:
+            raise ValueError(
+                "nuts_sampler applies to NUTS on a Gaussian/Laplace fit's model "
+                "(sample(sampler='nuts', nuts_sampler=...)); this fit samples without NUTS"
+            )
+        check_nuts_engine(kwargs["nuts_sampler"])
     coords = dict(bn.coords)
     dims = {cpt_name(v): [cell_dim(v)] for v in bn.nodes}
     if use == "augmentation":
