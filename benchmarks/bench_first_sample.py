@@ -20,7 +20,9 @@ Samplers (``--sampler``, comma-separated; each in its own cold cache directory):
   Python/C virtual machine instead of one numba function);
 * ``numpyro``: ``pm.sample(nuts_sampler="numpyro")``, the logp graph compiled by JAX;
 * ``nutpie-numba``: ``pm.sample(nuts_sampler="nutpie")`` through nutpie's numba backend;
-* ``nutpie-jax``: nutpie with ``backend="jax"`` and ``gradient_backend="jax"``.
+* ``nutpie-jax``: nutpie with ``backend="jax"`` and ``gradient_backend="jax"``;
+* ``nutpie-jax-pytensor-grad``: nutpie's JAX backend compiling PyTensor's gradient graph
+  (``gradient_backend="pytensor"``) instead of differentiating the logp with JAX.
 
 JAX's persistent compilation cache is pointed at the case's cache directory
 (``JAX_COMPILATION_CACHE_DIR``), so a cold run compiles from scratch and the warm run may reuse it.
@@ -68,7 +70,14 @@ CASES = {
     "asia_laplace": "asia, Laplace releases, noise-aware",
     "asia_plain": "asia, true counts (Dirichlet-Multinomial)",
 }
-SAMPLERS = ("pymc", "pymc-fast-compile", "numpyro", "nutpie-numba", "nutpie-jax")
+SAMPLERS = (
+    "pymc",
+    "pymc-fast-compile",
+    "numpyro",
+    "nutpie-numba",
+    "nutpie-jax",
+    "nutpie-jax-pytensor-grad",
+)
 ANCHOR = {
     "hier_dlaplace": "hier_plain",
     "hier_laplace": "hier_plain",
@@ -153,7 +162,7 @@ _JAX_COMPILE_EVENTS = (
 def _watch_engine_compile(sampler: str) -> dict[str, float]:
     """Sum JAX's compile events inside the engine's sampling call (numpyro's or nutpie's)."""
     seen = {"inside": 0.0, "all": 0.0}
-    if sampler not in ("numpyro", "nutpie-jax"):
+    if sampler not in ("numpyro", "nutpie-jax", "nutpie-jax-pytensor-grad"):
         return seen
     import jax.monitoring
 
@@ -197,11 +206,12 @@ def _sampler_kwargs(sampler: str) -> dict[str, Any]:
         return {"nuts_sampler": "numpyro"}
     if sampler == "nutpie-numba":
         return {"nuts_sampler": "nutpie", "backend": "numba"}
-    if sampler == "nutpie-jax":
+    if sampler in ("nutpie-jax", "nutpie-jax-pytensor-grad"):
+        gradient = "jax" if sampler == "nutpie-jax" else "pytensor"
         return {
             "nuts_sampler": "nutpie",
             "backend": "jax",
-            "compile_kwargs": {"gradient_backend": "jax"},
+            "compile_kwargs": {"gradient_backend": gradient},
         }
     raise ValueError(f"unknown sampler {sampler!r}; choose from {', '.join(SAMPLERS)}")
 
@@ -336,7 +346,7 @@ def main(argv: list[str] | None = None) -> None:
         f"os.cpu_count()={os.cpu_count()}, load {os.getloadavg()[0]:.1f}"
     )
     header = (
-        f"{'case':44s} {'sampler':17s} {'cache':5s} {'build':>6s} {'compile':>8s} "
+        f"{'case':44s} {'sampler':24s} {'cache':5s} {'build':>6s} {'compile':>8s} "
         f"{'sampling':>9s} {'compile/sampling':>17s} {'div':>5s} {'load':>5s}"
     )
     print(header)
@@ -352,7 +362,7 @@ def main(argv: list[str] | None = None) -> None:
                     r = _run(run, cache, v)
                     results[v, c][kind] = r
                     print(
-                        f"{CASES[c]:44s} {v:17s} {kind:5s} {r['build']:6.1f} "
+                        f"{CASES[c]:44s} {v:24s} {kind:5s} {r['build']:6.1f} "
                         f"{r['compile']:8.1f} {r['sampling']:9.1f} "
                         f"{r['compile'] / r['sampling']:17.2f} {r['divergences']:5d} "
                         f"{os.getloadavg()[0]:5.1f}",
