@@ -120,12 +120,13 @@ MODELS = {
 def _points(model: pm.Model, n: int = 3) -> list[dict[str, np.ndarray]]:
     """The initial point and jittered ones (draws on the simplex for untransformed releases)."""
     start = model.initial_point()
+    rv_of = {v.name: model.values_to_rvs[v] for v in model.value_vars}
     out = [start]
     for seed in range(1, n):
         rng = np.random.default_rng(seed)
         point = {}
         for k, v in start.items():
-            if isinstance(model[k].owner.op, D.DirichletReleaseRV):
+            if isinstance(rv_of[k].owner.op, D.DirichletReleaseRV):
                 point[k] = rng.dirichlet(np.ones(np.shape(v)[-1]), size=np.shape(v)[:-1])
             else:
                 point[k] = v + rng.normal(0.0, 0.3, size=np.shape(v))
