@@ -240,7 +240,9 @@ class Accountant(ParallelGroups, Declarations):
             If the composed privacy loss would exceed the budget; the ledger is unchanged.
         """
         # the checks of check_mechanism, check_count and check_tag, with the common cases first
-        if not isinstance(mechanism, Mechanism):
+        # (isinstance on an ABC costs about 0.2 µs, a tenth of a held-back spend)
+        deferred = mechanism.__class__ in DEFERRED_CLASSES
+        if not deferred and not isinstance(mechanism, Mechanism):
             check_mechanism(mechanism)
         if count.__class__ is not int or count < 1:
             count = check_count(count, "count")
@@ -248,7 +250,7 @@ class Accountant(ParallelGroups, Declarations):
             tag = check_tag(tag)
         if group is not None or partition is not None:
             group, partition = self._check_group_partition(group, partition)
-        elif mechanism.__class__ in DEFERRED_CLASSES:
+        elif deferred:
             entry = self._deferred.spend(mechanism, count, tag, self._entries, self._budget)
             if entry is not None:
                 return entry
