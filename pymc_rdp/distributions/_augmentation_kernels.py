@@ -51,7 +51,7 @@ KIND_LAPLACE = 2
 KIND_DIRICHLET = 3
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def seed(value):
     """Seed numba's generator (one per thread, separate from numpy's)."""
     np.random.seed(value)
@@ -59,7 +59,7 @@ def seed(value):
 
 # The helpers take scalars or arrays, never the parameter tuples: unpacking a tuple inside a
 # helper called per record cost about 100x (reference counting of every array it holds).
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _cell_term(kv, coef_v, r_v, y_c, logt_c, acell_c, n):
     if kv == 1:
         d = y_c - n
@@ -72,14 +72,14 @@ def _cell_term(kv, coef_v, r_v, y_c, logt_c, acell_c, n):
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _row_term(kv, r_v, arow_r, n):
     if kv == 3:
         return math.lgamma(r_v * n + arow_r)
     return 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _shift(
     v, cell, row, d, bd, cell_n, row_n, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row
 ):
@@ -103,7 +103,7 @@ def _shift(
     return delta
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _move(
     v,
     row_a,
@@ -166,7 +166,7 @@ def _move(
     return delta
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _unmove(row_a, cell_a, row_b, cell_b, cell_n, row_n):
     """Undo :func:`_move` (counts only)."""
     if cell_a == cell_b:
@@ -178,7 +178,7 @@ def _unmove(row_a, cell_a, row_b, cell_b, cell_n, row_n):
         row_n[row_a] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _config(x, j, v, n_par, par, stride):
     c = 0
     for p in range(n_par[v]):
@@ -186,7 +186,7 @@ def _config(x, j, v, n_par, par, stride):
     return c
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _locate(x, j, v, card, n_par, par, stride, cell_off, row_off, rows, cells, at):
     """Write record j's row and cell of family ``v`` into ``rows[at]`` and ``cells[at]``."""
     c = _config(x, j, v, n_par, par, stride)
@@ -194,7 +194,7 @@ def _locate(x, j, v, card, n_par, par, stride, cell_off, row_off, rows, cells, a
     cells[at] = cell_off[v] + c * card[v] + x[j, v]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _other_state(k, kv):
     """A state of a node with ``kv`` states other than ``k``, uniformly."""
     other = np.random.randint(0, kv - 1)
@@ -203,14 +203,14 @@ def _other_state(k, kv):
     return other
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _undo(log_ra, log_a, log_rb, log_b, used, cell_n, row_n):
     """Undo the first ``used`` logged moves, last first."""
     for q in range(used - 1, -1, -1):
         _unmove(log_ra[q], log_a[q], log_rb[q], log_b[q], cell_n, row_n)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def tabulate(x, net, cell_n, row_n):
     """Fill ``cell_n`` and ``row_n`` with the family tables of the records ``x``."""
     card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
@@ -224,7 +224,7 @@ def tabulate(x, net, cell_n, row_n):
             row_n[row_off[v] + c] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def log_target(cell_n, row_n, bd, net, obs):
     """The whole log target (up to a constant): Σ cell terms + Σ row terms (tests only)."""
     card, _n_par, _par, _stride, cell_off, row_off, _n_ch, _ch = net
@@ -246,7 +246,7 @@ def log_target(cell_n, row_n, bd, net, obs):
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _log_gamma_variate(a):
     """log of a Gamma(a, 1) variate, safe for small ``a`` (Marsaglia & Tsang 2000 boost)."""
     if a >= 1.0:
@@ -255,7 +255,7 @@ def _log_gamma_variate(a):
     return math.log(np.random.gamma(a + 1.0, 1.0)) + math.log(u) / a
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def draw_theta(cell_n, alpha0, net, theta, buf):
     """θ | x: every CPT row ``Dirichlet(α₀ + n_c)``, into ``theta`` (flat like ``cell_n``)."""
     card, _n_par, _par, _stride, cell_off, _row_off, _n_ch, _ch = net
@@ -277,7 +277,7 @@ def draw_theta(cell_n, alpha0, net, theta, buf):
                 theta[base + k] = buf[k] / s
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def record_sweep(x, theta, net, obs, cell_n, row_n):
     """Record-level data augmentation given θ (Ju, Awan, Gong & Rao 2022, Algorithm 1).
 
@@ -342,7 +342,7 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
     return accepted
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _flip(
     x,
     j,
@@ -416,7 +416,7 @@ def _flip(
     return delta
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def site_sweep(x, net, obs, cell_n, row_n):
     """Collapsed single-attribute moves: for every record and node, propose a uniformly chosen
     other state and accept by the collapsed target (BD score × η) over its Markov blanket
@@ -477,12 +477,12 @@ def site_sweep(x, net, obs, cell_n, row_n):
     return accepted, proposed
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _log_choose(n, k):
     return math.lgamma(n + 1.0) - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _swap(order, pos, p, q):
     a = order[p]
     b = order[q]
@@ -492,7 +492,7 @@ def _swap(order, pos, p, q):
     pos[a] = q
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
     """Collapsed block moves of node ``v``: m records between two states within one parent
     configuration.

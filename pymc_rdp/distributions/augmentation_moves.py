@@ -59,7 +59,7 @@ from pymc_rdp.distributions._augmentation_kernels import (
 __all__ = ["gibbs_sweep", "row_block_sweep"]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _buckets(v, x, card, n_par, par, stride, cell_off, cell_n):
     """Records sorted by their local cell ``c K + k`` of family ``v`` (a counting sort):
     ``order`` (records), ``pos`` (each record's place), ``start`` and ``size`` per cell."""
@@ -85,7 +85,7 @@ def _buckets(v, x, card, n_par, par, stride, cell_off, cell_n):
     return order, pos, start, size
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _relocate(order, pos, start, size, p, l1, l2):
     """Move the record at place ``p`` (in cell ``l1``) into cell ``l2``, keeping cells
     contiguous (one swap per cell boundary crossed)."""
@@ -107,7 +107,7 @@ def _relocate(order, pos, start, size, p, l1, l2):
             p = f
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def row_block_sweep(v, per_row, max_m, x, net, obs, cell_n, row_n):
     """Collapsed block moves of node ``v``, ``per_row`` proposals in every non-empty row.
 
@@ -217,7 +217,7 @@ def row_block_sweep(v, per_row, max_m, x, net, obs, cell_n, row_n):
     return accepted, proposed
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, nogil=True, inline="always")
 def _add_terms(
     w, cell, row, d, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n
 ):
@@ -237,7 +237,7 @@ def _add_terms(
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def gibbs_sweep(x, net, obs, cell_n, row_n):
     """Collapsed heat-bath updates: for every record ``j`` and node ``v`` (with two or more
     states), ``x[j, v]`` is drawn from its full conditional under the collapsed target

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 #: the moves of an iteration, in the order they run
-MOVES = ("record", "site", "block", "row_block", "gibbs")
+MOVES = ("record", "site", "block", "row_block", "gibbs", "subtree")
 _DEFAULT_MOVES = ("gibbs", "row_block")
 
 

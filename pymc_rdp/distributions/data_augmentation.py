@@ -43,6 +43,10 @@ Moves
     Collapsed heat-bath updates: every record's state at every node drawn from its full
     conditional over the node's Markov blanket (:mod:`pymc_rdp.distributions.augmentation_moves`).
     A record moves to the states its other attributes fit, which random block moves rarely find.
+``"subtree"``
+    Row-block moves of a node that redraw the moved records' values at every descendant from
+    the collapsed predictive, so the descendants' score does not resist the move
+    (:mod:`pymc_rdp.distributions.augmentation_subtree`); block sizes adapt during tuning.
 
 After the moves of an iteration θ is drawn from ``p(θ | x)`` (rows ``Dirichlet(α₀ + n_c)``):
 together with the records it is an exact draw of the joint chain, so the CPT draws are draws of
@@ -77,8 +81,10 @@ moves and move sizes in :mod:`pymc_rdp.distributions.augmentation_settings`.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -146,7 +152,7 @@ class DataAugmentation(AugmentationStep):
         scale); the chain adds birth/death moves (module notes).
     alpha0 : float
         Concentration of the ``Dirichlet(α₀)`` prior of every CPT row.
-    moves : sequence of {"record", "site", "block", "row_block", "gibbs"}
+    moves : sequence of {"record", "site", "block", "row_block", "gibbs", "subtree"}
         The moves of one iteration, in order (module notes). Default ``("record",)`` for an
         unknown N (the collapsed moves need a fixed N), else ``("gibbs", "row_block")``: on Adult
         (all 32,561 records, Gaussian tables at (1, 1e-6)) it gave the largest 5th percentile
@@ -420,6 +426,7 @@ class DataAugmentation(AugmentationStep):
         """
         from pymc_rdp.distributions import _augmentation_kernels as k
         from pymc_rdp.distributions import augmentation_moves as km
+        from pymc_rdp.distributions import augmentation_subtree as kt
 
         rng = np.random.default_rng(seed)
         k.seed(int(rng.integers(0, 2**31 - 1)))
@@ -444,6 +451,11 @@ class DataAugmentation(AugmentationStep):
         # kept draws use fixed sizes, so each kept transition is one fixed exact kernel)
         row_size = [float(m) for m in sizes]
         size_cap = [max(1, 4 * m) for m in sizes]
+        tree_size = list(row_size)
+        n_ch, ch = net[6], net[7]
+        desc, n_desc = kt.descendants(
+            {i: [int(w) for w in ch[i, : n_ch[i]]] for i in nodes}, len(self.nodes)
+        )
         for it in range(tune + draws):
             rates = {}
             for move in self.moves:
@@ -458,6 +470,28 @@ class DataAugmentation(AugmentationStep):
                 elif move == "gibbs":
                     a, p = km.gibbs_sweep(x, net, obs, cell_n, row_n)
                     rates[move] = a / max(1, p)
+                elif move == "subtree":
+                    acc = prop = 0
+                    for i in nodes:
+                        a, p = kt.subtree_sweep(
+                            i,
+                            per_row[i],
+                            round(tree_size[i]),
+                            self._alpha,
+                            desc,
+                            n_desc,
+                            x,
+                            net,
+                            obs,
+                            cell_n,
+                            row_n,
+                        )
+                        acc += a
+                        prop += p
+                        if adapt and it < tune and p:
+                            step = math.exp((a / p - _TARGET_ACCEPT) / math.sqrt(1.0 + it))
+                            tree_size[i] = min(size_cap[i], max(1.0, tree_size[i] * step))
+                    rates[move] = acc / max(1, prop)
                 elif move == "row_block":
                     acc = prop = 0
                     for i in nodes:
@@ -490,6 +524,7 @@ class DataAugmentation(AugmentationStep):
         tune: int = 200,
         chains: int = 2,
         random_seed: int | None = None,
+        cores: int | None = None,
     ) -> Any:
         """Posterior draws of the CPTs as an ArviZ DataTree.
 
@@ -498,7 +533,9 @@ class DataAugmentation(AugmentationStep):
         ``bn.cpt_draws(idata, node)`` gives the 2-D tables); ``sample_stats`` holds each move's
         acceptance rate per draw; the accountant (if any) is stored in the attrs as JSON. With an
         unknown ``N`` the posterior also holds ``n_records`` (the latent number of records).
-        Chains run one after another in this process.
+        Chains run in threads of this process, ``cores`` at a time (the compiled kernels release
+        the GIL; numba keeps one generator per thread, each chain seeds its own), so the draws do
+        not depend on ``cores``.
 
         Parameters
         ----------
@@ -509,14 +546,19 @@ class DataAugmentation(AugmentationStep):
             :meth:`initial_cpts`.
         random_seed : int, optional
             Seed of the MCMC (not of any privacy noise).
+        cores : int, optional
+            Chains run at the same time (default ``min(chains, os.cpu_count())``).
         """
         import arviz as az
 
         for name, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if cores is None:
+            cores = min(chains, os.cpu_count() or 1)
+        if isinstance(cores, bool) or not isinstance(cores, (int, np.integer)) or cores < 1:
+            raise ValueError(f"cores must be an integer >= 1, got {cores!r}")
         seeds = np.random.SeedSequence(random_seed).generate_state(chains)
-        thetas, stats = [], []
         start = time.perf_counter()
         run = self.run_chain
         if self.n_records is None:
@@ -525,10 +567,13 @@ class DataAugmentation(AugmentationStep):
             from pymc_rdp.distributions.unknown_total import run_chain_unknown_total
 
             run = partial(run_chain_unknown_total, self)
-        for c in range(chains):
-            th, st, _ = run(int(draws), int(tune), int(seeds[c]))
-            thetas.append(th)
-            stats.append(st)
+        if cores == 1 or chains == 1:
+            results = [run(int(draws), int(tune), int(sd)) for sd in seeds]
+        else:
+            with ThreadPoolExecutor(max_workers=int(cores)) as pool:
+                results = list(pool.map(lambda sd: run(int(draws), int(tune), int(sd)), seeds))
+        thetas = [th for th, _, _ in results]
+        stats = [st for _, st, _ in results]
         elapsed = time.perf_counter() - start
         theta = np.stack(thetas)  # chain, draw, cells
         off = self._net[4]

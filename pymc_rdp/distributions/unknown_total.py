@@ -104,7 +104,7 @@ def initial_records(da: Any, rng: np.random.Generator) -> np.ndarray:
     )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def birth_death(xbuf, n, n_moves, theta, log_prior, net, obs, cell_n, row_n):
     """``n_moves`` birth/death proposals (module notes) on the records ``xbuf[:n]``.
 

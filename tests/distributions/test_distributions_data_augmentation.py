@@ -192,6 +192,9 @@ CASES = [
     ("laplace", ("gibbs",)),
     ("dirichlet", ("gibbs",)),
     ("gaussian", ("gibbs", "row_block")),
+    ("gaussian", ("subtree",)),
+    ("laplace", ("subtree",)),
+    ("dirichlet", ("subtree",)),
 ]
 
 
@@ -288,7 +291,7 @@ def test_moves_keep_the_tables_consistent_with_the_records():
     assert all(x[:, i].max() < da.cards[v] for i, v in enumerate(da.nodes))
 
 
-MOVES_ALL = ("record", "site", "block", "row_block", "gibbs")
+MOVES_ALL = ("record", "site", "block", "row_block", "gibbs", "subtree")
 
 
 def test_result_layout_matches_bayesian_network_names():
@@ -313,6 +316,24 @@ def test_chains_are_reproducible_from_the_mcmc_seed():
     b = da.sample(draws=20, tune=5, chains=2, random_seed=4)["posterior"]["b_cpt"].to_numpy()
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a[0], a[1])
+
+
+@pytest.mark.parametrize("moves", [("gibbs", "subtree"), ("record",)])
+def test_chains_in_threads_give_the_draws_of_chains_in_turn(moves):
+    """Each chain seeds numba's generator of its own thread: the draws do not depend on how
+    many chains run at once (an unknown N runs the record move with birth/death moves)."""
+    kw = {"n_records": N} if moves != ("record",) else {"n_records": None, "n_prior": np.ones(9)}
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), moves=moves, **kw)
+    one = da.sample(draws=30, tune=5, chains=3, random_seed=8, cores=1)["posterior"]
+    three = da.sample(draws=30, tune=5, chains=3, random_seed=8, cores=3)["posterior"]
+    np.testing.assert_array_equal(one["c_cpt"].to_numpy(), three["c_cpt"].to_numpy())
+
+
+@pytest.mark.parametrize("cores", [0, 1.5, True])
+def test_bad_cores_are_refused(cores):
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
+    with pytest.raises(ValueError, match="cores"):
+        da.sample(draws=5, tune=0, chains=2, cores=cores)
 
 
 # ------------------------------------------------------------------------------ bad input
