@@ -152,7 +152,12 @@ def gaussian_checked(orders: np.ndarray, sigma: float, sensitivity: float) -> np
     (which calls it); row i of ``np.multiply(c[:, None], orders)``, c the
     :func:`gaussian_coefficient` of each mechanism, is the same floats again (one rounded product
     per element)."""
-    return np.multiply(orders, gaussian_coefficient(sigma, sensitivity))
+    return gaussian_of_coefficient(orders, gaussian_coefficient(sigma, sensitivity))
+
+
+def gaussian_of_coefficient(orders: np.ndarray, coefficient: float) -> np.ndarray:
+    """The Gaussian curve c·α of the coefficient c = :func:`gaussian_coefficient` (fresh)."""
+    return np.multiply(orders, coefficient)
 
 
 def laplace_ratio(scale: float, sensitivity: float) -> float:
@@ -167,10 +172,14 @@ def laplace_checked(orders: np.ndarray, scale: float, sensitivity: float) -> np.
     A fresh array with the same floats as :func:`laplace`, or None where :func:`laplace` takes
     another path (unsorted orders).
     """
+    return laplace_of_ratio(orders, laplace_ratio(scale, sensitivity))
+
+
+def laplace_of_ratio(orders: np.ndarray, t: float) -> np.ndarray | None:
+    """:func:`laplace_checked` for the ratio t = Δ₁/b (a positive finite float)."""
     grid = _grid_of(orders)
     if grid.perm is not None:
         return None
-    t = laplace_ratio(scale, sensitivity)
     val = _laplace_on_grid(grid, t)
     return _laplace_elementwise(orders, t) if val is None else val
 

@@ -43,8 +43,14 @@ from typing import Any
 import numpy as np
 
 from pymc_rdp.privacy.composition import ComposedCurve
-from pymc_rdp.privacy.curves import gaussian_coefficient, laplace_ratio, laplace_rows_checked
-from pymc_rdp.privacy.ledger import DeferredCurve, Ledger, LedgerEntry, new_entry
+from pymc_rdp.privacy.curves import (
+    gaussian_coefficient,
+    gaussian_of_coefficient,
+    laplace_of_ratio,
+    laplace_ratio,
+    laplace_rows_checked,
+)
+from pymc_rdp.privacy.ledger import _CURVE_SLOT, DeferredCurve, Ledger, LedgerEntry, new_entry
 from pymc_rdp.privacy.mechanisms.gaussian import GaussianMechanism
 from pymc_rdp.privacy.mechanisms.laplace import LaplaceMechanism
 from pymc_rdp.privacy.spending import Budget
@@ -57,7 +63,8 @@ DEFERRED_CLASSES = (GaussianMechanism, LaplaceMechanism)
 _INF = float("inf")
 _LAPLACE_SLACK = 1.0 + 2.0**-30  # covers the evaluation error of the Laplace curve (above)
 _TINY = 1e-100  # below this t the Laplace bound is not used (t² would lose its precision)
-_SET_CURVE = LedgerEntry.__dict__["curve"].__set__
+_SET_CURVE = _CURVE_SLOT.__set__
+_ONE_BY_ONE = 4  # flushes of at most this many curves evaluate them one by one
 
 
 class DeferredCurves:
@@ -171,6 +178,9 @@ class DeferredCurves:
         n = len(self.entries)
         if n == 0:
             return
+        if n <= _ONE_BY_ONE:
+            self._flush_one_by_one()
+            return
         orders = self.orders
         buf = np.empty((n + 1, orders.size))
         rows = buf[1:]
@@ -197,4 +207,26 @@ class DeferredCurves:
         rows.flags.writeable = False  # a view made before: it keeps its own flag
         for entry, row in zip(self.entries, rows, strict=True):
             _SET_CURVE(entry, row)
+        self._reset()
+
+    def _flush_one_by_one(self) -> None:
+        """:meth:`flush` for a few curves: each evaluated alone and added in turn (the same
+        floats as the rows of :meth:`flush`, without its fixed cost of some twenty array
+        operations; a ledger that interleaves other mechanisms flushes a few at a time)."""
+        orders = self.orders
+        composed = self.composed
+        kinds = dict.fromkeys(self.gauss_rows, True) | dict.fromkeys(self.laplace_rows, False)
+        values = iter(self.gauss), iter(self.laplace)
+        for i, (entry, count) in enumerate(zip(self.entries, self.counts, strict=True)):
+            if kinds[i]:
+                curve = gaussian_of_coefficient(orders, next(values[0]))
+            else:
+                curve = laplace_of_ratio(orders, next(values[1]))
+                if curve is None:  # unsorted orders: never those of an accountant
+                    raise ValueError("deferred Laplace curves need sorted orders")
+            if count != 1:
+                curve = curve * count
+            curve.flags.writeable = False
+            composed.commit(composed.plan(curve))
+            _SET_CURVE(entry, curve)
         self._reset()

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pymc_rdp.privacy import accountant as accountant_module
-from pymc_rdp.privacy import rdp
+from pymc_rdp.privacy import deferred_curves, rdp
 from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError
 from pymc_rdp.privacy.curves import laplace_ratio, laplace_rows_checked
 from pymc_rdp.privacy.ledger import _CURVE_SLOT, DeferredCurve, LedgerEntry
@@ -87,11 +87,22 @@ def _run(acc: Accountant, plan, delta: float) -> list:
     st.one_of(st.none(), st.floats(0.05, 1.5)),
     st.sampled_from(["dp", "rdp"]),
     st.floats(1e-9, 1e-3),
+    st.sampled_from([0, deferred_curves._ONE_BY_ONE]),
 )
-def test_held_back_curves_change_no_float_and_no_decision(plan, grid, share, kind, delta):
+def test_held_back_curves_change_no_float_and_no_decision(
+    plan, grid, share, kind, delta, one_by_one
+):
     # An (ε, δ) budget or an RDP budget at order 2 that splits the sequence (share of the
     # whole ledger's loss): every spend is admitted or refused as by the accountant that
     # evaluates each curve at once, and everything it records is the same to the last bit.
+    # Held-back curves are evaluated as rows of one array, or one by one for a few of them
+    # (one_by_one = 0: always as rows).
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(deferred_curves, "_ONE_BY_ONE", one_by_one)
+        _compare_with_eager(plan, grid, share, kind, delta)
+
+
+def _compare_with_eager(plan, grid, share, kind, delta):
     orders = None if grid == "default" else SMALL_ORDERS
 
     def new(limit):
