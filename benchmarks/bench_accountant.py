@@ -12,7 +12,11 @@ with its own parameters), composed sequentially and converted to (ε, δ).
   has no budget: the peer is its same unchecked run (a per-event ``get_epsilon`` would cost it
   far more), so these ratios are conservative.
 * constructed in the loop: one at a time, each mechanism (and each dp-accounting event) built
-  from its parameters inside the timed loop.
+  from its parameters inside the timed loop, without and with the budget (Gaussian + Laplace
+  workload).
+
+Every timed run ends with ε at δ (``epsilon(δ)``, the tightest valid bound, resp.
+``get_epsilon(δ)``).
 
 Our accountant works on ``rdp.DEFAULT_ORDERS`` (a superset of dp-accounting's default orders), so
 its ε can only be tighter. dp-accounting evaluates randomized response order by order in Python and
@@ -100,9 +104,9 @@ def ours_batch(mechs, delta, budget=None):
     return _clock("ours_batch", t, c), eps
 
 
-def ours_constructed(specs, delta):
+def ours_constructed(specs, delta, budget=None):
     t, c = time.perf_counter(), time.process_time()
-    acc = Accountant()
+    acc = Accountant(budget)
     for cls, noise, sens in specs:
         acc.spend(cls(noise, sens))
     eps = acc.epsilon(delta)
@@ -187,6 +191,7 @@ def run(
     if gl:
         specs = [(type(m), m.noise, m.sensitivity) for m in mechs]
         oc, pc = _Runs(ours_constructed), _Runs(dpa_constructed)
+        ocb = _Runs(ours_constructed, budget=budget)
     if quick:
         idx = np.sort(
             np.random.default_rng(seed + 1).choice(n, size=min(quick_n, n), replace=False)
@@ -206,6 +211,7 @@ def run(
         pb(sub_e, delta)
         if gl:
             oc(specs, delta)
+            ocb(specs, delta)
             pc(sub_specs, delta)
     e1, eb, d1 = o1.eps, ob.eps, p1.eps
     if quick:
@@ -234,6 +240,7 @@ def run(
     print(_ratio_line("batch, budget", obb, pb, scale))
     if gl:
         print(_ratio_line("one at a time, constructed", oc, pc, scale))
+        print(_ratio_line("constructed, budget", ocb, pc, scale))
     print(
         f"(budget: epsilon = {budget[0]:.6g} at delta = {delta:g}; its peer is the unchecked run)"
     )
@@ -241,13 +248,13 @@ def run(
         print("every run, wall-clock seconds:")
         rows = [("one at a time", o1, p1), ("batch", ob, pb)]
         rows += [("one at a time, budget", o1b, p1), ("batch, budget", obb, pb)]
-        rows += [("constructed", oc, pc)] if gl else []
+        rows += [("constructed", oc, pc), ("constructed, budget", ocb, pc)] if gl else []
         for name, ours, theirs in rows:
             mine = " ".join(f"{w:.3f}" for w in ours.wall)
             other = " ".join(f"{w * scale:.3f}" for w in theirs.wall)
             print(f"  {name}: ours {mine}  |  dp-accounting {other}")
     print(eps_line)
-    same = e1 == eb == o1b.eps == obb.eps and (not gl or oc.eps == e1)
+    same = e1 == eb == o1b.eps == obb.eps and (not gl or oc.eps == ocb.eps == e1)
     print(f"epsilon equal in every variant (one at a time, batch, budget, constructed): {same}")
     print("load average (1, 5, 15 min) at end: " + ", ".join(f"{x:.2f}" for x in _load()))
 

@@ -10,6 +10,7 @@ derivation is below and in ``docs/rdp.md``.
 from __future__ import annotations
 
 import bisect
+import itertools
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -264,6 +265,44 @@ def _laplace_on_grid(g: _Grid, t: float) -> np.ndarray | None:
     elif g.has_one:
         v[0] = t + math.expm1(-t)
     return v
+
+
+def _laplace_rows_on_grid(g: _Grid, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Laplace curves of the values ``t`` as rows (sorted order), each the same floats as
+    :func:`_laplace_on_grid` gives for that value alone; returns ``(rows, declined)``.
+
+    Every step rounds as the one-value evaluation does: the closed form is evaluated on the
+    whole block (elementwise operations), the rows' series orders (the same count m per value,
+    the same powers t^k) are then overwritten by the same matrix-vector products, one stacked
+    product per distinct m (NumPy evaluates a stack of matrix-vector products one product at a
+    time). ``declined`` holds the rows where :func:`_laplace_on_grid` returns None (their
+    contents are unspecified).
+    """
+    col = t[:, None]
+    v = np.multiply(col, g.neg_b)
+    np.exp(v, out=v)
+    v -= 1.0
+    v *= g.c1
+    np.log1p(v, out=v)
+    v *= g.inv
+    v += col
+    m = np.searchsorted(g.b_sorted, _LAPLACE_S_MAX / t)  # bisect_left, as _laplace_on_grid
+    declined = np.flatnonzero(m > g.n_table)
+    if g.has_one:
+        for i in np.flatnonzero(m == 0).tolist():
+            ti = float(t[i])
+            v[i, 0] = ti + math.expm1(-ti)
+    series = np.flatnonzero((m > 0) & (m <= g.n_table))
+    if series.size:
+        order = series[np.argsort(m[series], kind="stable")]
+        ms = m[order]
+        powers = col[order] ** _T_POWERS
+        cuts = [0, *(np.flatnonzero(np.diff(ms)) + 1).tolist(), order.size]
+        for a, b in itertools.pairwise(cuts):
+            k = int(ms[a])
+            prods = np.matmul(g.laplace_table(k), powers[a:b, :, None])
+            v[order[a:b], :k] = prods[:, :, 0]
+    return v, declined
 
 
 _BLOCK_ROWS = 256  # rows per block in the batch paths (keeps the working set in cache)

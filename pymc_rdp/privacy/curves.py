@@ -23,6 +23,7 @@ from pymc_rdp.privacy._series import (
     _grid_of,
     _laplace_on_grid,
     _laplace_outer,
+    _laplace_rows_on_grid,
     _log1p_minus,
     _rr_on_grid,
     _rr_outer,
@@ -75,7 +76,7 @@ def gaussian(orders: ArrayLike, sigma: ArrayLike, sensitivity: ArrayLike = 1.0) 
     s = as_positive(sigma, "sigma")
     d = as_positive(sensitivity, "sensitivity")
     if isinstance(s, float) and isinstance(d, float):
-        out = np.multiply(a, (d / s) ** 2 / 2.0)
+        out = gaussian_checked(a, s, d)
         return out if a.ndim else np.asarray(out)
     a, s, d = check_broadcast((a, "orders"), (s, "sigma"), (d, "sensitivity"))
     # the parameter part first: one full-size product when a batch of curves is evaluated
@@ -120,7 +121,7 @@ def laplace(orders: ArrayLike, scale: ArrayLike, sensitivity: ArrayLike = 1.0) -
     b = as_positive(scale, "scale")
     d = as_positive(sensitivity, "sensitivity")
     if isinstance(b, float) and isinstance(d, float):
-        t = d / b
+        t = laplace_ratio(b, d)
         grid = _grid_of(a)
         val = _laplace_on_grid(grid, t)
         if val is None:
@@ -132,6 +133,71 @@ def laplace(orders: ArrayLike, scale: ArrayLike, sensitivity: ArrayLike = 1.0) -
     a, b, d = check_broadcast((a, "orders"), (b, "scale"), (d, "sensitivity"))
     t = np.asarray(d / b, dtype=np.float64)
     return _dispatch(a, t, _laplace_on_grid, _laplace_outer, _laplace_elementwise)
+
+
+# ------------------------------------------------------------------ checked arguments
+# The kernels the accountant calls for the built-in Gaussian and Laplace mechanisms, on its own
+# (checked, sorted, read-only) orders: the same floats as gaussian() and laplace(), which end in
+# them, without re-checking anything.
+
+
+def gaussian_coefficient(sigma: float, sensitivity: float) -> float:
+    """Δ₂²/(2σ²), the slope of the Gaussian curve ε(α) = α Δ₂²/(2σ²), for positive floats."""
+    return (sensitivity / sigma) ** 2 / 2.0
+
+
+def gaussian_checked(orders: np.ndarray, sigma: float, sensitivity: float) -> np.ndarray:
+    """:func:`gaussian` for checked arguments: orders a float64 array of valid orders, ``sigma``
+    and ``sensitivity`` finite positive floats. A fresh array, the same floats as :func:`gaussian`
+    (which calls it); row i of ``np.multiply(c[:, None], orders)``, c the
+    :func:`gaussian_coefficient` of each mechanism, is the same floats again (one rounded product
+    per element)."""
+    return gaussian_of_coefficient(orders, gaussian_coefficient(sigma, sensitivity))
+
+
+def gaussian_of_coefficient(orders: np.ndarray, coefficient: float) -> np.ndarray:
+    """The Gaussian curve c·α of the coefficient c = :func:`gaussian_coefficient` (fresh)."""
+    return np.multiply(orders, coefficient)
+
+
+def laplace_ratio(scale: float, sensitivity: float) -> float:
+    """t = Δ₁/b, the one parameter of the Laplace curve."""
+    return sensitivity / scale
+
+
+def laplace_checked(orders: np.ndarray, scale: float, sensitivity: float) -> np.ndarray | None:
+    """:func:`laplace` for checked arguments: orders a sorted 1-D float64 array of valid orders,
+    ``scale`` and ``sensitivity`` finite positive floats.
+
+    A fresh array with the same floats as :func:`laplace`, or None where :func:`laplace` takes
+    another path (unsorted orders).
+    """
+    return laplace_of_ratio(orders, laplace_ratio(scale, sensitivity))
+
+
+def laplace_of_ratio(orders: np.ndarray, t: float) -> np.ndarray | None:
+    """:func:`laplace_checked` for the ratio t = Δ₁/b (a positive finite float)."""
+    grid = _grid_of(orders)
+    if grid.perm is not None:
+        return None
+    val = _laplace_on_grid(grid, t)
+    return _laplace_elementwise(orders, t) if val is None else val
+
+
+def laplace_rows_checked(orders: np.ndarray, t: np.ndarray) -> np.ndarray | None:
+    """The Laplace curves of the ratios ``t`` (positive, finite) as rows of a fresh array.
+
+    Row i holds the same floats as ``laplace_checked(orders, b, Δ)`` for ``t[i] = Δ/b``
+    (:func:`pymc_rdp.privacy._series._laplace_rows_on_grid` rounds every element as the one-row
+    evaluation does); None for unsorted orders.
+    """
+    grid = _grid_of(orders)
+    if grid.perm is not None:
+        return None
+    rows, declined = _laplace_rows_on_grid(grid, t)
+    for i in declined.tolist():
+        rows[i] = _laplace_elementwise(orders, float(t[i]))
+    return rows
 
 
 def _laplace_elementwise(a: np.ndarray, t: Any) -> np.ndarray:

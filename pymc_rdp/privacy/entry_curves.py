@@ -4,6 +4,14 @@ One mechanism's curve is ``mechanism.rdp(orders)`` times its count, checked (the
 orders, every value >= 0, no NaN) and read-only; curves of repeated mechanisms (same class and
 parameters) are reused from a bounded cache. A batch is evaluated vectorised per mechanism class
 (``Mechanism.batch_rdp``, equal to ``rdp(orders)`` up to rounding) into the rows of one array.
+
+The built-in Gaussian and Laplace mechanisms (exactly those classes, not subclasses, which may
+override ``rdp``) whose parameters are plain finite positive floats take a shorter path to the
+same floats: the kernel that ``rdp`` ends in (:func:`~pymc_rdp.privacy.curves.gaussian_checked`,
+:func:`~pymc_rdp.privacy.curves.laplace_checked`) is called on the accountant's checked orders,
+without re-checking the orders, the parameters or the fresh array the kernel returns, and the
+cache is keyed by the two parameters. (Their sequential single spends usually do not come here
+at all: :mod:`pymc_rdp.privacy.deferred_curves` evaluates their curves together.)
 """
 
 from __future__ import annotations
@@ -13,13 +21,22 @@ from typing import Any
 
 import numpy as np
 
+from pymc_rdp.privacy.curves import gaussian_checked, laplace_checked
 from pymc_rdp.privacy.mechanisms.base import Mechanism
+from pymc_rdp.privacy.mechanisms.gaussian import GaussianMechanism
+from pymc_rdp.privacy.mechanisms.laplace import LaplaceMechanism
 
 __all__ = ["CACHE_SIZE", "CurveCache", "batch_curves"]
 
 #: Curves kept for repeated mechanisms (the cache is emptied when it is full).
 CACHE_SIZE = 4096
 _MIN = np.minimum.reduce  # the ufunc itself: without ndarray.min's Python-level wrapper
+_INF = float("inf")
+#: exact class -> (name of its noise attribute, the curve kernel of ``rdp``)
+_KERNELS: dict[type, tuple[str, Any]] = {
+    GaussianMechanism: ("sigma", gaussian_checked),
+    LaplaceMechanism: ("scale", laplace_checked),
+}
 
 
 class CurveCache:
@@ -50,6 +67,15 @@ class CurveCache:
         # hashable (floats, ints, strings), else by repr(params) (lists, nested values). A flat
         # tuple of atoms is dropped from the garbage collector's lists at its first pass, so a
         # long ledger does not make full collections more frequent.
+        kernel = _KERNELS.get(mechanism.__class__)
+        if kernel is not None:
+            curve = self._built_in(mechanism, kernel)
+            if curve is not None:
+                if count == 1:
+                    return curve
+                curve = curve * count
+                curve.setflags(write=False)
+                return curve
         if params is None:
             params = mechanism.params()
         per_class = self._cache.get(mechanism.__class__)
@@ -73,6 +99,36 @@ class CurveCache:
             return curve  # read-only: safe to share with the cache and the ledger
         curve = curve * count
         curve.setflags(write=False)
+        return curve
+
+    def _built_in(self, mechanism: Mechanism, kernel: tuple[str, Any]) -> np.ndarray | None:
+        """The cached or fresh curve of a built-in additive mechanism; None where its parameters
+        are not plain finite positive floats or the kernel declines (the general path decides)."""
+        noise = getattr(mechanism, kernel[0])
+        sens = mechanism.sensitivity
+        if noise.__class__ is not float or sens.__class__ is not float:
+            return None
+        per_class = self._cache.get(mechanism.__class__)
+        if per_class is None:
+            per_class = self._cache[mechanism.__class__] = {}
+        key = (noise, sens)  # distinct from the general path's keys, which start with a name
+        curve = per_class.get(key)
+        if curve is not None:
+            return curve
+        if not (0.0 < noise < _INF and 0.0 < sens < _INF):
+            return None
+        curve = kernel[1](self.orders, noise, sens)
+        # a fresh array of the orders' shape that nobody else holds, >= 0 for valid parameters;
+        # checked all the same (NaN fails the comparison)
+        if curve is None or not _MIN(curve) >= 0:
+            return None
+        curve.setflags(write=False)
+        if self._size >= CACHE_SIZE:
+            for d in self._cache.values():
+                d.clear()
+            self._size = 0
+        per_class[key] = curve
+        self._size += 1
         return curve
 
     def fresh(self, mechanism: Mechanism) -> np.ndarray:

@@ -45,7 +45,12 @@ class GaussianMechanism(AdditiveNoiseMechanism):
     curve = staticmethod(_rdp.gaussian)
 
     def __init__(self, sigma: float, sensitivity: float = 1.0) -> None:
-        super().__init__(sigma, sensitivity)
+        # AdditiveNoiseMechanism.__init__ with the attribute named (a spend builds one per release)
+        self.sigma = check_positive_scalar(sigma, "sigma")
+        self.sensitivity = check_positive_scalar(sensitivity, "sensitivity")
+
+    def params(self) -> dict[str, Any]:
+        return {"sigma": self.sigma, "sensitivity": self.sensitivity}
 
     @staticmethod
     def draw_noise(gen: np.random.Generator, noise: float, shape: tuple[int, ...]) -> np.ndarray:

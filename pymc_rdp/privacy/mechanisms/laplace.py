@@ -47,7 +47,12 @@ class LaplaceMechanism(AdditiveNoiseMechanism):
     curve = staticmethod(_rdp.laplace)
 
     def __init__(self, scale: float, sensitivity: float = 1.0) -> None:
-        super().__init__(scale, sensitivity)
+        # AdditiveNoiseMechanism.__init__ with the attribute named (a spend builds one per release)
+        self.scale = check_positive_scalar(scale, "scale")
+        self.sensitivity = check_positive_scalar(sensitivity, "sensitivity")
+
+    def params(self) -> dict[str, Any]:
+        return {"scale": self.scale, "sensitivity": self.sensitivity}
 
     @staticmethod
     def draw_noise(gen: np.random.Generator, noise: float, shape: tuple[int, ...]) -> np.ndarray:
