@@ -49,8 +49,7 @@ def check_nuts_engine(nuts_sampler: Any) -> None:
     if missing:
         how = f"pip install 'pymc-rdp[{extra}]'" if extra else f"pip install {' '.join(missing)}"
         raise ImportError(
-            f"nuts_sampler={nuts_sampler!r} needs {', '.join(missing)}, which is not installed: "
-            f"{how}"
+            f"nuts_sampler={nuts_sampler!r} needs {', '.join(missing)}, not installed: {how}"
         )
 
 
