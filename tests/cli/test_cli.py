@@ -674,7 +674,7 @@ def test_neighbouring_files_publish_no_raw_count(cancer_files, tmp_path, monkeyp
 
     from pymc_rdp import datasets
 
-    rows, holes = 1000, 137
+    rows, holes = 1237, 137  # 1000 is a sampler setting (nutpie stores it)
     df = datasets.sample_network("cancer", rows, random_state=11).astype(object)
     exact = {float(rows), float(rows - holes), float(rows - holes - 1), float(holes), 138.0}
     runs = {}
