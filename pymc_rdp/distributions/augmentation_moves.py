@@ -56,7 +56,7 @@ from pymc_rdp.distributions._augmentation_kernels import (
     _undo,
 )
 
-__all__ = ["gibbs_sweep", "row_block_sweep"]
+__all__ = ["gibbs_sweep", "row_block_sweep", "row_proposal"]
 
 
 @njit(cache=True, nogil=True)
@@ -108,6 +108,35 @@ def _relocate(order, pos, start, size, p, l1, l2):
 
 
 @njit(cache=True, nogil=True)
+def row_proposal(size, first, kv, nonempty, max_m):
+    """The selection of a row-block move in the row whose cells start at local cell ``first``
+    (module notes): the source cell ``l1`` uniformly among the row's ``nonempty`` non-empty
+    cells, the target ``l2`` uniformly among the other states, ``m`` uniformly in
+    ``1..min(max_m, n₁)``. Returns (l1, l2, m, non-empty cells after the move, log Hastings
+    ratio of the selection, records' choice included)."""
+    pick = np.random.randint(0, nonempty)
+    k1 = 0
+    for k in range(kv):
+        if size[first + k] > 0:
+            if pick == 0:
+                k1 = k
+                break
+            pick -= 1
+    k2 = _other_state(k1, kv)
+    l1 = first + k1
+    l2 = first + k2
+    n1 = size[l1]
+    n2 = size[l2]
+    top = min(max_m, n1)
+    m = 1 + np.random.randint(0, top)
+    after = nonempty - (1 if m == n1 else 0) + (1 if n2 == 0 else 0)
+    log_sel = _log_choose(n1, m) - _log_choose(n2 + m, m)
+    log_sel += math.log(top) - math.log(min(max_m, n2 + m))
+    log_sel += math.log(nonempty) - math.log(after)
+    return l1, l2, m, after, log_sel
+
+
+@njit(cache=True, nogil=True)
 def row_block_sweep(v, per_row, max_m, x, net, obs, cell_n, row_n):
     """Collapsed block moves of node ``v``, ``per_row`` proposals in every non-empty row.
 
@@ -144,22 +173,10 @@ def row_block_sweep(v, per_row, max_m, x, net, obs, cell_n, row_n):
         for _ in range(per_row):
             proposed += 1
             # the source state uniformly among the row's non-empty cells
-            pick = np.random.randint(0, nonempty)
-            k1 = 0
-            for k in range(kv):
-                if size[first + k] > 0:
-                    if pick == 0:
-                        k1 = k
-                        break
-                    pick -= 1
-            k2 = _other_state(k1, kv)
-            l1 = first + k1
-            l2 = first + k2
+            l1, l2, m, after, delta = row_proposal(size, first, kv, nonempty, max_m)
             n1 = size[l1]
-            n2 = size[l2]
-            top = min(max_m, n1)
-            m = 1 + np.random.randint(0, top)
-            after = nonempty - (1 if m == n1 else 0) + (1 if n2 == 0 else 0)
+            k1 = l1 - first
+            k2 = l2 - first
             i = order[start[l1] + np.random.randint(0, n1)]
             s0 = start[l1]
             _swap(order, pos, pos[i], s0)
@@ -167,9 +184,6 @@ def row_block_sweep(v, per_row, max_m, x, net, obs, cell_n, row_n):
                 _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n1 - t))
             for t in range(m):
                 sel[t] = order[s0 + t]
-            delta = _log_choose(n1, m) - _log_choose(n2 + m, m)
-            delta += math.log(top) - math.log(min(max_m, n2 + m))
-            delta += math.log(nonempty) - math.log(after)
             used = 0
             for t in range(m):
                 j = sel[t]

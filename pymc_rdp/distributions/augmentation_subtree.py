@@ -52,12 +52,10 @@ from numba import njit
 
 from pymc_rdp.distributions._augmentation_kernels import (
     _config,
-    _log_choose,
-    _other_state,
     _shift,
     _swap,
 )
-from pymc_rdp.distributions.augmentation_moves import _buckets, _relocate
+from pymc_rdp.distributions.augmentation_moves import _buckets, _relocate, row_proposal
 
 __all__ = ["descendants", "subtree_sweep"]
 
@@ -159,31 +157,15 @@ def subtree_sweep(v, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell_n, r
                 nonempty += 1
         for _ in range(per_row):
             proposed += 1
-            pick = np.random.randint(0, nonempty)
-            k1 = 0
-            for k in range(kv):
-                if size[first + k] > 0:
-                    if pick == 0:
-                        k1 = k
-                        break
-                    pick -= 1
-            k2 = _other_state(k1, kv)
-            l1 = first + k1
-            l2 = first + k2
+            l1, l2, m, after, log_ratio = row_proposal(size, first, kv, nonempty, max_m)
             n1 = size[l1]
-            n2 = size[l2]
-            top = min(max_m, n1)
-            m = 1 + np.random.randint(0, top)
-            after = nonempty - (1 if m == n1 else 0) + (1 if n2 == 0 else 0)
+            k2 = l2 - first
             s0 = start[l1]
             for t in range(m):  # an ordered uniform m-tuple of the cell's records
                 _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n1 - t))
                 sel[t] = order[s0 + t]
                 for i in range(n_d):
                     old[t, i] = x[sel[t], dset[i]]
-            log_ratio = _log_choose(n1, m) - _log_choose(n2 + m, m)
-            log_ratio += math.log(top) - math.log(min(max_m, n2 + m))
-            log_ratio += math.log(nonempty) - math.log(after)
             # q(reverse): replay the old values from the tables without S
             _take_out(
                 x, sel, m, dset, n_d, card, n_par, par, stride, cell_off, row_off, cell_n, row_n

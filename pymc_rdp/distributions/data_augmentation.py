@@ -124,6 +124,13 @@ _ROW_BUDGET = 1000
 # --------------------------------------------------------------------------- the sampler
 
 
+def _adapted(size: float, rate: float, it: int, cap: int) -> float:
+    """One Robbins–Monro step of a block size on its log towards the acceptance rate
+    :data:`_TARGET_ACCEPT` (step ``1/sqrt(1 + it)``), kept in ``1..cap``."""
+    step = math.exp((rate - _TARGET_ACCEPT) / math.sqrt(1.0 + it))
+    return min(cap, max(1.0, size * step))
+
+
 class DataAugmentation(AugmentationStep):
     """Exact data-augmentation sampler of a Bayesian network's CPTs given released family tables.
 
@@ -490,8 +497,7 @@ class DataAugmentation(AugmentationStep):
                         acc += a
                         prop += p
                         if adapt and it < tune and p:
-                            step = math.exp((a / p - _TARGET_ACCEPT) / math.sqrt(1.0 + it))
-                            tree_size[i] = min(size_cap[i], max(1.0, tree_size[i] * step))
+                            tree_size[i] = _adapted(tree_size[i], a / p, it, size_cap[i])
                     rates[move] = acc / max(1, prop)
                 elif move == "row_block":
                     acc = prop = 0
@@ -502,8 +508,7 @@ class DataAugmentation(AugmentationStep):
                         acc += a
                         prop += p
                         if adapt and it < tune and p:
-                            step = math.exp((a / p - _TARGET_ACCEPT) / math.sqrt(1.0 + it))
-                            row_size[i] = min(size_cap[i], max(1.0, row_size[i] * step))
+                            row_size[i] = _adapted(row_size[i], a / p, it, size_cap[i])
                     rates[move] = acc / max(1, prop)
                 else:
                     acc = prop = 0
