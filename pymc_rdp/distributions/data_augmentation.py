@@ -46,7 +46,9 @@ Moves
 ``"subtree"``
     Row-block moves of a node that redraw the moved records' values at every descendant from
     the collapsed predictive, so the descendants' score does not resist the move
-    (:mod:`pymc_rdp.distributions.augmentation_subtree`); block sizes adapt during tuning.
+    (:mod:`pymc_rdp.distributions.augmentation_subtree`); block sizes adapt during tuning, and
+    a node's proposals per row are ``row_moves`` divided by one plus its number of descendants
+    (each proposal redraws them all).
 
 After the moves of an iteration θ is drawn from ``p(θ | x)`` (rows ``Dirichlet(α₀ + n_c)``):
 together with the records it is an exact draw of the joint chain, so the CPT draws are draws of
@@ -174,7 +176,7 @@ class DataAugmentation(AugmentationStep):
     row_moves : int or dict, optional
         Row-block proposals per non-empty row of a node per iteration (default
         ``max(K, ceil(1000 / rows))``, ``K`` the node's states, ``rows`` its parent
-        configurations).
+        configurations); subtree moves make ``ceil(row_moves / (1 + descendants))``.
     accountant : Accountant, optional
         Stored (as JSON) with the results; never charged (sampling is post-processing).
     birth_death_moves : int, optional
@@ -464,6 +466,9 @@ class DataAugmentation(AugmentationStep):
         desc, n_desc = kt.descendants(
             {i: [int(w) for w in ch[i, : n_ch[i]]] for i in nodes}, len(self.nodes)
         )
+        # a subtree move redraws every descendant: its proposals per row are divided by
+        # 1 + (number of descendants), so a node's work per iteration stays about row_moves'
+        per_tree = [max(1, math.ceil(per_row[i] / (1 + int(n_desc[i])))) for i in nodes]
         for it in range(tune + draws):
             rates = {}
             for move in self.moves:
@@ -483,7 +488,7 @@ class DataAugmentation(AugmentationStep):
                     for i in nodes:
                         a, p = kt.subtree_sweep(
                             i,
-                            per_row[i],
+                            per_tree[i],
                             round(tree_size[i]),
                             self._alpha,
                             desc,
