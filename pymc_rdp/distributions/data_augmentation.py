@@ -47,8 +47,8 @@ Moves
     Row-block moves of a node that redraw the moved records' values at every descendant from
     the collapsed predictive, so the descendants' score does not resist the move
     (:mod:`pymc_rdp.distributions.augmentation_subtree`); block sizes adapt during tuning, and
-    a node's proposals per row are ``row_moves`` divided by one plus its number of descendants
-    (each proposal redraws them all).
+    a node with more than five descendants makes proportionally fewer proposals per row (each
+    redraws them all).
 
 After the moves of an iteration θ is drawn from ``p(θ | x)`` (rows ``Dirichlet(α₀ + n_c)``):
 together with the records it is an exact draw of the joint chain, so the CPT draws are draws of
@@ -121,6 +121,8 @@ __all__ = [
 _TARGET_ACCEPT = 0.35
 #: default row-block proposals per node and iteration, at least (spread over its rows)
 _ROW_BUDGET = 1000
+#: nodes redrawn by a subtree move (the node and its descendants) before its proposals shrink
+_TREE_WIDTH = 6
 
 
 # --------------------------------------------------------------------------- the sampler
@@ -176,7 +178,7 @@ class DataAugmentation(AugmentationStep):
     row_moves : int or dict, optional
         Row-block proposals per non-empty row of a node per iteration (default
         ``max(K, ceil(1000 / rows))``, ``K`` the node's states, ``rows`` its parent
-        configurations); subtree moves make ``ceil(row_moves / (1 + descendants))``.
+        configurations); subtree moves make ``ceil(row_moves · 6 / max(6, 1 + descendants))``.
     accountant : Accountant, optional
         Stored (as JSON) with the results; never charged (sampling is post-processing).
     birth_death_moves : int, optional
@@ -466,9 +468,12 @@ class DataAugmentation(AugmentationStep):
         desc, n_desc = kt.descendants(
             {i: [int(w) for w in ch[i, : n_ch[i]]] for i in nodes}, len(self.nodes)
         )
-        # a subtree move redraws every descendant: its proposals per row are divided by
-        # 1 + (number of descendants), so a node's work per iteration stays about row_moves'
-        per_tree = [max(1, math.ceil(per_row[i] / (1 + int(n_desc[i])))) for i in nodes]
+        # a subtree move redraws every descendant: beyond _TREE_WIDTH nodes redrawn, a node's
+        # proposals per row shrink in proportion (on alarm a root redraws about 30)
+        per_tree = [
+            max(1, math.ceil(per_row[i] * _TREE_WIDTH / max(_TREE_WIDTH, 1 + int(n_desc[i]))))
+            for i in nodes
+        ]
         for it in range(tune + draws):
             rates = {}
             for move in self.moves:
