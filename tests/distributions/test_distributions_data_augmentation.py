@@ -324,8 +324,8 @@ def test_chains_in_threads_give_the_draws_of_chains_in_turn(moves):
     many chains run at once (an unknown N runs the record move with birth/death moves)."""
     kw = {"n_records": N} if moves != ("record",) else {"n_records": None, "n_prior": np.ones(9)}
     da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), moves=moves, **kw)
-    one = da.sample(draws=30, tune=5, chains=3, random_seed=8, cores=1)["posterior"]
-    three = da.sample(draws=30, tune=5, chains=3, random_seed=8, cores=3)["posterior"]
+    one = da.sample(draws=15, tune=5, chains=3, random_seed=8, cores=1)["posterior"]
+    three = da.sample(draws=15, tune=5, chains=3, random_seed=8, cores=3)["posterior"]
     np.testing.assert_array_equal(one["c_cpt"].to_numpy(), three["c_cpt"].to_numpy())
 
 

@@ -153,7 +153,17 @@ def _jax_autodiff(model: pm.Model):
     return run
 
 
-@pytest.mark.parametrize("kind", sorted(MODELS))
+# laplace, gaussian and joint_laplace use no custom Op the other kinds do not: slow (--runslow)
+_COVERED_ELSEWHERE = {"laplace", "gaussian", "joint_laplace"}
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        pytest.param(k, marks=pytest.mark.slow) if k in _COVERED_ELSEWHERE else k
+        for k in sorted(MODELS)
+    ],
+)
 def test_jax_logp_and_gradients_equal_pytensor_backends(kind: str) -> None:
     model = MODELS[kind]()
     ref_logp = model.compile_logp(mode="FAST_COMPILE")
