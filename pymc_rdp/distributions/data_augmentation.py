@@ -121,6 +121,8 @@ __all__ = [
 _TARGET_ACCEPT = 0.35
 #: default row-block proposals per node and iteration, at least (spread over its rows)
 _ROW_BUDGET = 1000
+#: the default moves when every release is a Dirichlet-mechanism release (and N is known)
+_DIRICHLET_MOVES = ("gibbs", "row_block")
 #: nodes redrawn by a subtree move (the node and its descendants) before its proposals shrink
 _TREE_WIDTH = 6
 
@@ -165,7 +167,10 @@ class DataAugmentation(AugmentationStep):
         Concentration of the ``Dirichlet(α₀)`` prior of every CPT row.
     moves : sequence of {"record", "site", "block", "row_block", "gibbs", "subtree"}
         The moves of one iteration, in order (module notes). Default ``("record",)`` for an
-        unknown N (the collapsed moves need a fixed N), else ``("gibbs", "subtree")``: on Adult
+        unknown N (the collapsed moves need a fixed N), ``("gibbs", "row_block")`` when every
+        release is a Dirichlet-mechanism release (its default block sizes reach hundreds of
+        records, each a redraw of all descendants under ``"subtree"``), else
+        ``("gibbs", "subtree")``: on Adult
         (all 32,561 records, Gaussian tables at (1, 1e-6), 2 chains × (400 + 500)) it gave the
         largest minimum bulk ESS per CPU second over the CPT entries of rows holding >= 20
         records of the schedules compared in ``benchmarks/bench_da.py`` (0.083 against 0.045
@@ -258,6 +263,14 @@ class DataAugmentation(AugmentationStep):
         self.observations = {
             v: _observation(v, releases[v], (len(self.configs[v]), self.cards[v])) for v in nodes
         }
+        if (
+            moves is None
+            and self.n_records is not None
+            and all(o.count_sd is None for o in self.observations.values())
+        ):
+            # Dirichlet releases: block sizes sqrt(N / (cells r)) reach hundreds of records, and
+            # a subtree move redraws every descendant of each; the row-block schedule is kept
+            self.moves = _DIRICHLET_MOVES
         self.accountant = accountant
         self.block_size = per_node_setting(
             block_size,

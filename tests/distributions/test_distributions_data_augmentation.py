@@ -329,6 +329,21 @@ def test_chains_in_threads_give_the_draws_of_chains_in_turn(moves):
     np.testing.assert_array_equal(one["c_cpt"].to_numpy(), three["c_cpt"].to_numpy())
 
 
+def test_default_moves_follow_the_releases():
+    """Additive noise: Gibbs + subtree moves; Dirichlet releases: Gibbs + row-block moves;
+    an unknown N: record moves (with birth/death moves)."""
+    assert DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N).moves == (
+        "gibbs",
+        "subtree",
+    )
+    assert DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), N).moves == (
+        "gibbs",
+        "row_block",
+    )
+    unknown = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), None, n_prior=np.ones(9))
+    assert unknown.moves == ("record",)
+
+
 @pytest.mark.parametrize("cores", [0, 1.5, True])
 def test_bad_cores_are_refused(cores):
     da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
