@@ -85,7 +85,6 @@ import pandas as pd
 
 from pymc_rdp.bn.structure import NetworkStructure, cell_labels, config_labels, parse_structure
 from pymc_rdp.curation.domains import FROM_DATA, check_states
-from pymc_rdp.curation.release import Release
 from pymc_rdp.distributions.bn_models import (
     AUTO_MULTINOMIAL_CELLS,
     CoordsDict,
@@ -360,25 +359,6 @@ class BayesianNetwork:
             noise_model=noise_model,
             public_total=public_total,
             random_state=random_state,
-        )
-
-    def _release_tables(
-        self,
-        tables: Mapping[str, np.ndarray],
-        mech: Any,
-        acc: Any,
-        source: Any,
-        neighbours: str,
-        n_public: int | None,
-        from_data: list[str],
-    ) -> dict[str, Release]:
-        """Every family table as one plan: charged all or nothing, then drawn.
-
-        A count mechanism releases the flattened table (configuration-major) with integer
-        noise; the Dirichlet mechanism one draw per row (the released CPT).
-        """
-        return network_fit.release_tables(
-            self, tables, mech, acc, source, neighbours, n_public, from_data
         )
 
     # ------------------------------------------------------------ sampling

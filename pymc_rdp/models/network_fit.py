@@ -59,7 +59,7 @@ def fit_network(
 
     The parameters, results and errors are those of :meth:`pymc_rdp.BayesianNetwork.fit`.
     Every option is checked and the records counted before anything is charged; the releases
-    go through ``bn._release_tables`` (:func:`release_tables`), and ``bn``'s fitted state is
+    go through :func:`release_tables`, and ``bn``'s fitted state is
     reset only once they have been drawn.
     """
     if random_state is not None:
@@ -118,8 +118,8 @@ def fit_network(
             alpha0=alpha0,
             orders=np.asarray(acc.orders, dtype=np.float64),
         )
-        releases = bn._release_tables(
-            tables, mech, acc, source, neighbours, n_public, counted.from_data
+        releases = release_tables(
+            bn, tables, mech, acc, source, neighbours, n_public, counted.from_data
         )
 
     bn._reset()
