@@ -60,11 +60,32 @@ from pathlib import Path
 import numpy as np
 
 LEVELS = (0.5, 0.8, 0.95)
-METHODS = ("joint", "per-family", "naive", "non-private")
-INTERVAL_METHODS = ("joint", "per-family", "non-private")
+METHODS = ("joint", "per-family", "naive", "non-private", "augmentation")
+INTERVAL_METHODS = ("joint", "per-family", "non-private", "augmentation")
+#: the methods that fit the Gaussian/Laplace releases of the NUTS study (release kinds
+#: ``gaussian`` and ``laplace``)
+NUTS_METHODS = ("joint", "per-family", "naive")
 N_RANK = 99
 N_HELDOUT = 2000
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _sibling(name: str):
+    """The module ``experiments/{name}.py`` (this script is run and imported by its path)."""
+    import importlib.util
+    import sys
+
+    full = f"_experiments_{name}"
+    if full not in sys.modules:
+        spec = importlib.util.spec_from_file_location(full, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full] = module
+        spec.loader.exec_module(module)
+    return sys.modules[full]
+
+
+aug = _sibling("calibration_augmentation")
+NOISE_KINDS = ("gaussian", "laplace", *aug.KIND_MECHANISM)
 
 
 # ----------------------------------------------------------------------------- one replicate
@@ -287,6 +308,8 @@ class _Setting:
         from pymc_rdp.bn.structure import parse_structure
         from pymc_rdp.datasets import load_network
 
+        if noise not in NOISE_KINDS:
+            raise ValueError(f"noise must be one of {NOISE_KINDS}, got {noise!r}")
         self.network, self.n, self.epsilon, self.noise = network, n, epsilon, noise
         self.key = setting_key(network, noise, epsilon, n)
         st, states = parse_structure(load_network(network))
@@ -318,12 +341,16 @@ class _Setting:
         ], self.epsilon * 1.001
 
     def replicate(
-        self, rep: int, seed: int, methods, draws: int, tune: int, samplers=None
+        self, rep: int, seed: int, methods, draws: int, tune: int, samplers=None, chains: int = 2
     ) -> list[dict]:
         """One replicate: truth, data and releases from (seed, setting, rep); one record a method.
 
         ``samplers``: ``method -> "nutpie" | "pymc"`` for the NUTS methods (default: nutpie for
-        the joint model, PyMC's NUTS for the per-family model).
+        the joint model, PyMC's NUTS for the per-family model), which run one chain;
+        ``chains`` is the data-augmentation sampler's number of chains (``draws`` and ``tune``
+        per chain). The NUTS methods fit the ``gaussian`` and ``laplace`` release kinds only;
+        ``augmentation`` fits every kind (for ``gaussian``/``laplace`` the same mechanisms as
+        ``discrete_gaussian``/``discrete_laplace``, with ``N`` declared public).
         """
         import pandas as pd
 
@@ -337,15 +364,33 @@ class _Setting:
         codes = forward_sample(st, truth, cards, self.n, data_rng)
         release_seed = int(data_rng.integers(2**31))
         df = pd.DataFrame({v: codes[v] for v in st.order})
-        # the naive baseline; its releases are the ones every method sees (same noise seed)
-        naive = self._network(df, self.epsilon, release_seed, False)
+        naive = None
+        if any(m in NUTS_METHODS for m in methods):
+            if self.noise not in ("gaussian", "laplace"):
+                raise ValueError(
+                    f"methods {NUTS_METHODS} fit the 'gaussian' and 'laplace' releases only, "
+                    f"not {self.noise!r}"
+                )
+            # the naive baseline; its releases are the ones every method sees (same noise seed)
+            naive = self._network(df, self.epsilon, release_seed, False)
         records = []
         for m in methods:
             info = {}
             rng = _rng(seed, self.key, rep, 1 + METHODS.index(m))
             t0 = time.perf_counter()
             idata = samp = None
-            if m == "non-private":
+            full = None  # every kept draw (TARP), where more than the N_RANK used for ranks
+            if m == "augmentation":
+                if self.noise in aug.KIND_MECHANISM:
+                    setting = self
+                else:  # the NUTS study's kinds are BayesianNetwork.fit's discrete mechanisms
+                    setting = _Setting(self.network, self.n, self.epsilon, f"discrete_{self.noise}")
+                full, info = aug.fit_augmentation(
+                    setting, df, release_seed, int(rng.integers(2**31)), draws, tune, chains
+                )
+                samp = info.pop("sample_s")
+                post = {v: _thin(full[v], N_RANK) for v in st.order}
+            elif m == "non-private":
                 post = {}
                 for v in st.order:
                     a = family_table(codes, v, st.parents[v], cards) + 1.0
@@ -400,6 +445,10 @@ class _Setting:
                 v: post[v].mean(axis=0) / post[v].mean(axis=0).sum(-1, keepdims=True)
                 for v in st.order
             }
+            tarp = None
+            if m != "naive":
+                draws_all = full if full is not None else post
+                tarp = aug.tarp_record(draws_all, truth, st, cards, _rng(seed, self.key, rep, 50))
             rec = {
                 "key": self.key,
                 "network": self.network,
@@ -409,11 +458,17 @@ class _Setting:
                 "rep": rep,
                 "method": m,
                 "seed": seed,
-                "draws": draws if idata is not None else None,
-                "tune": tune if idata is not None else None,
+                "draws": draws if idata is not None or full is not None else None,
+                "tune": tune if idata is not None or full is not None else None,
                 "n_rank": N_RANK,
-                "sampler": samplers[m] if idata is not None else None,
-                "family_model": info.get("family_model"),
+                "sampler": (
+                    samplers[m]
+                    if idata is not None
+                    else "data_augmentation"
+                    if full is not None
+                    else None
+                ),
+                "family_model": info.get("family_model") if m == "per-family" else None,
                 "kl": float(np.mean(s["kl"])),
                 "heldout": _heldout(st, cards, truth, est, _rng(seed, self.key, rep, 99)),
                 "wall_s": wall,
@@ -427,6 +482,15 @@ class _Setting:
             if idata is not None:
                 rec["min_ess"] = _min_ess(idata)
                 rec["ess_s"] = rec["min_ess"] / samp
+            if full is not None:
+                rec["chains"] = chains
+                rec["min_ess"] = info["min_ess"]
+                rec["ess_s"] = info["min_ess"] / samp
+                rec["max_rhat"] = info["max_rhat"]
+                rec["moves"] = info["moves"]
+                rec["accept"] = info["accept"]
+            if tarp is not None:
+                rec["tarp"] = tarp
             records.append(rec)
         return records
 
@@ -482,6 +546,10 @@ def summarise(records: list[dict]) -> dict:
             )
         for f in ("kl", "heldout", "sample_s", "ess_s", "wall_s"):
             row[f] = _mean([r[f] for r in recs])
+        ess = [r["min_ess"] for r in recs if r.get("min_ess") is not None]
+        rhat = [r["max_rhat"] for r in recs if r.get("max_rhat") is not None]
+        row["min_ess"] = float(min(ess)) if ess else None
+        row["max_rhat"] = float(max(rhat)) if rhat else None
         rows[m] = row
     return rows
 
@@ -507,8 +575,10 @@ def load_records(paths) -> list[dict]:
 
 def _sort_key(key: str):
     net, noise, eps, n = key.split("|")
-    nets = ("asia", "sachs", "child")
-    return (nets.index(net) if net in nets else 9, net, noise, float(eps), int(n))
+    nets = ("asia", "sachs", "child", "alarm", "insurance")
+    kinds = NOISE_KINDS
+    kind = kinds.index(noise) if noise in kinds else 9
+    return (nets.index(net) if net in nets else 9, net, kind, noise, float(eps), int(n))
 
 
 def group(records: list[dict]) -> dict:
@@ -526,8 +596,8 @@ def markdown_table(results: dict) -> str:
     """The table of ``{key: summarise(records)}``; coverage as ``mean (standard error)``."""
     lines = [
         "| network | noise | ε | N | method | R | cov 50 | cov 80 | cov 95 | KL | held-out LL "
-        "| sampling s | min ESS/s |",
-        "|---" * 13 + "|",
+        "| sampling s | min ESS/s | min ESS | max r̂ |",
+        "|---" * 15 + "|",
     ]
 
     def f(x, fmt):
@@ -545,7 +615,8 @@ def markdown_table(results: dict) -> str:
             lines.append(
                 f"| {net} | {noise} | {eps} | {int(n):,} | {m} | {r['replicates']} | "
                 f"{cov(r, 50)} | {cov(r, 80)} | {cov(r, 95)} | {f(r['kl'], '.4f')} | "
-                f"{f(r['heldout'], '.3f')} | {f(r['sample_s'], '.1f')} | {f(r['ess_s'], '.1f')} |"
+                f"{f(r['heldout'], '.3f')} | {f(r['sample_s'], '.1f')} | {f(r['ess_s'], '.1f')} | "
+                f"{f(r.get('min_ess'), '.0f')} | {f(r.get('max_rhat'), '.3f')} |"
             )
     return "\n".join(lines)
 
@@ -602,7 +673,9 @@ def time_table(records: list[dict], replicates: int = 100) -> str:
     return "\n".join(lines)
 
 
-def outside_target(results: dict, tol: float = 0.08, methods=("joint", "per-family")) -> list:
+def outside_target(
+    results: dict, tol: float = 0.08, methods=("joint", "per-family", "augmentation")
+) -> list:
     """(key, method, level, coverage, se) where a noise-aware coverage misses nominal by > tol."""
     out = []
     for key, rows in results.items():
@@ -616,8 +689,21 @@ def outside_target(results: dict, tol: float = 0.08, methods=("joint", "per-fami
     return out
 
 
-def figures(grouped: dict, outdir: Path) -> list[Path]:
-    """Coverage per setting (one row of panels per network) and rank histograms per network."""
+_KIND_LABEL = {
+    "gaussian": "G",
+    "laplace": "L",
+    "discrete_gaussian": "dG",
+    "discrete_laplace": "dL",
+    "dirichlet": "Dir",
+}
+
+
+def figures(
+    grouped: dict, outdir: Path, prefix: str = "calibration", tol: float = 0.08
+) -> list[Path]:
+    """Coverage per setting (one row of panels per network), rank histograms per network and the
+    TARP curves, as ``{prefix}_coverage.png``, ``{prefix}_ranks_{network}.png`` and
+    ``{prefix}_tarp.png``; the grey band of the coverage panels is nominal ± ``tol``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -635,14 +721,14 @@ def figures(grouped: dict, outdir: Path) -> list[Path]:
         squeeze=False,
         sharey="col",
     )
-    markers = {"joint": "o", "per-family": "s", "non-private": "^"}
+    markers = {"joint": "o", "per-family": "s", "non-private": "^", "augmentation": "D"}
     for i, net in enumerate(networks):
         keys = [k for k in results if k.split("|")[0] == net]
         x = np.arange(len(keys))
         for j, q in enumerate(LEVELS):
             ax = axes[i, j]
             name = int(q * 100)
-            ax.axhspan(q - 0.08, q + 0.08, color="0.9", zorder=0)
+            ax.axhspan(q - tol, q + tol, color="0.9", zorder=0)
             ax.axhline(q, color="k", lw=1, zorder=1)
             for k_m, m in enumerate(INTERVAL_METHODS):
                 xs, ys, es = [], [], []
@@ -650,7 +736,7 @@ def figures(grouped: dict, outdir: Path) -> list[Path]:
                     r = results[k].get(m)
                     if r is None or r[f"cov{name}"] is None:
                         continue
-                    xs.append(xi + (k_m - 1) * 0.18)
+                    xs.append(xi + (k_m - 1.5) * 0.15)
                     ys.append(r[f"cov{name}"])
                     es.append(2 * (r[f"se{name}"] or 0.0))
                 if xs:
@@ -670,9 +756,7 @@ def figures(grouped: dict, outdir: Path) -> list[Path]:
             ax.set_xticks(
                 x,
                 [
-                    "{} ε={} N={}".format(
-                        "G" if k.split("|")[1] == "gaussian" else "L", *k.split("|")[2:]
-                    )
+                    "{} ε={} N={}".format(_KIND_LABEL.get(k.split("|")[1], "?"), *k.split("|")[2:])
                     for k in keys
                 ],
                 rotation=75,
@@ -681,9 +765,11 @@ def figures(grouped: dict, outdir: Path) -> list[Path]:
             ax.set_title(f"{net}: central {name}% intervals", fontsize=9)
         axes[i, 0].set_ylabel("coverage (± 2 s.e.)")
     axes[0, 0].legend(fontsize=7, loc="lower left")
-    fig.suptitle("Coverage of the true CPT entries; grey band: nominal ± 8 points", fontsize=10)
+    fig.suptitle(
+        f"Coverage of the true CPT entries; grey band: nominal ± {100 * tol:g} points", fontsize=10
+    )
     fig.tight_layout()
-    path = outdir / "calibration_coverage.png"
+    path = outdir / f"{prefix}_coverage.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
     written.append(path)
@@ -732,9 +818,12 @@ def figures(grouped: dict, outdir: Path) -> list[Path]:
             fontsize=8,
         )
         fig.tight_layout()
-        path = outdir / f"calibration_ranks_{net}.png"
+        path = outdir / f"{prefix}_ranks_{net}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
+        written.append(path)
+    path = aug.tarp_figure(grouped, outdir / f"{prefix}_tarp.png")
+    if path is not None:
         written.append(path)
     return written
 
@@ -751,8 +840,13 @@ def paired(grouped: dict) -> dict:
     return out
 
 
-def report(records: list[dict], figures_dir: Path | None) -> dict:
-    """Print the tables (and misses of the ±8-point target), draw the figures; returns results.
+def report(
+    records: list[dict],
+    figures_dir: Path | None,
+    prefix: str = "calibration",
+    tol: float = 0.08,
+) -> dict:
+    """Print the tables (and misses of the ±``tol`` target), draw the figures; returns results.
 
     The per-setting table compares the methods on the same replicates (those that all of them
     have: the cheap methods may have run more); the pooled coverage table uses every fit.
@@ -765,13 +859,15 @@ def report(records: list[dict], figures_dir: Path | None) -> dict:
     print(pooled_table(everything))
     print("\nseconds per NUTS fit:\n")
     print(time_table(records))
-    misses = outside_target(results)
+    print("\nTARP expected coverage (pooled over replicates and reference points):\n")
+    print(aug.tarp_table(grouped))
+    misses = outside_target(results, tol)
     if misses:
-        print("\nnoise-aware coverage outside nominal ± 0.08:")
+        print(f"\nnoise-aware coverage outside nominal ± {tol:g}:")
         for key, m, q, c, se in misses:
             print(f"  {key} {m} {int(q * 100)}%: {c:.3f} (se {'–' if se is None else f'{se:.3f}'})")
     if figures_dir is not None and results:
-        for path in figures(grouped, figures_dir):
+        for path in figures(grouped, figures_dir, prefix, tol):
             print("wrote", path)
     return results
 
@@ -781,13 +877,19 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--networks", nargs="+", default=["asia"])
     p.add_argument("--ns", nargs="+", type=int, default=[100, 1000, 10000])
     p.add_argument("--epsilons", nargs="+", type=float, default=[0.1, 1.0])
-    p.add_argument("--noise", nargs="+", default=["gaussian"], choices=["gaussian", "laplace"])
+    p.add_argument("--noise", nargs="+", default=["gaussian"], choices=list(NOISE_KINDS))
     p.add_argument("--replicates", type=int, default=5)
     p.add_argument(
         "--first-replicate",
         type=int,
         default=0,
         help="index of the first replicate (replicates are seeded by their index)",
+    )
+    p.add_argument(
+        "--chains",
+        type=int,
+        default=2,
+        help="chains of the data-augmentation sampler (the NUTS methods run one)",
     )
     p.add_argument("--draws", type=int, default=200)
     p.add_argument("--tune", type=int, default=200)
@@ -818,10 +920,14 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--json", default=None, help="also write the summary table to this JSON file")
     p.add_argument("--figures-dir", default=str(ROOT / "docs" / "figures"))
     p.add_argument("--no-figures", action="store_true")
+    p.add_argument("--figure-prefix", default="calibration", help="file names of the figures")
+    p.add_argument("--tolerance", type=float, default=0.08, help="coverage target: nominal ± this")
     args = p.parse_args(argv)
     figdir = None if args.no_figures else Path(args.figures_dir)
     if args.report:
-        results = report(load_records(args.from_json or [args.out]), figdir)
+        results = report(
+            load_records(args.from_json or [args.out]), figdir, args.figure_prefix, args.tolerance
+        )
         if args.json:
             Path(args.json).write_text(json.dumps({"results": results}, indent=1))
         return results
@@ -861,6 +967,7 @@ def main(argv: list[str] | None = None) -> dict:
                             args.draws,
                             args.tune,
                             {"joint": args.joint_sampler, "per-family": args.family_sampler},
+                            chains=args.chains,
                         )
                         records.extend(recs)
                         if args.out:
@@ -878,7 +985,7 @@ def main(argv: list[str] | None = None) -> dict:
 def _finish(args, records, figdir) -> dict:
     if args.out:  # the table of everything in the file, not only this run's part
         records = load_records([args.out])
-    results = report(records, figdir)
+    results = report(records, figdir, args.figure_prefix, args.tolerance)
     if args.json:
         Path(args.json).write_text(json.dumps({"args": vars(args), "results": results}, indent=1))
     return results

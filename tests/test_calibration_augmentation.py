@@ -1,0 +1,96 @@
+"""The calibration study's data-augmentation method (experiments/calibration_study.py).
+
+The default run fits one short replicate per release kind on asia and checks what a replicate
+records, that ``--resume`` fits nothing more and that the report is rebuilt from the file; the
+full study (every network, release kind, ε and N, 100 replicates, coverage within ±5 points) is
+marked slow.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _study():
+    full = "_experiments_calibration_study"
+    if full not in sys.modules:
+        path = ROOT / "experiments" / "calibration_study.py"
+        spec = importlib.util.spec_from_file_location(full, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full] = module
+        spec.loader.exec_module(module)
+    return sys.modules[full]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+def test_short_augmentation_run_records_resumes_and_reports(tmp_path):
+    study = _study()
+    out = tmp_path / "aug.jsonl"
+    args = [
+        "--networks", "asia", "--ns", "100", "--epsilons", "1",
+        "--noise", "discrete_laplace", "dirichlet", "--methods", "augmentation", "non-private",
+        "--replicates", "1", "--chains", "2", "--draws", "12", "--tune", "6", "--seed", "3",
+        "--out", str(out), "--no-figures", "--tolerance", "0.05",
+    ]  # fmt: skip
+    results = study.main(args)
+    assert set(results) == {"asia|discrete_laplace|1|100", "asia|dirichlet|1|100"}
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 4
+    entries = 36  # asia's CPT entries (18 free parameters)
+    for r in records:
+        assert len(r["ranks"]) == entries
+        assert all(0 <= k <= study.N_RANK for k in r["ranks"])
+        assert len(r["tarp"]) == study.aug.N_TARP_REFERENCES
+        assert all(0.0 <= f <= 1.0 for f in r["tarp"])
+        if r["method"] == "augmentation":
+            assert r["chains"] == 2 and r["draws"] == 12
+            assert r["sampler"] == "data_augmentation"
+            assert r["min_ess"] > 0 and np.isfinite(r["max_rhat"])
+            assert r["moves"] == (
+                "gibbs,row_block" if r["noise"] == "dirichlet" else "gibbs,subtree"
+            )
+            assert all(0.0 <= a <= 1.0 for a in r["accept"].values())
+    assert study.main([*args, "--resume"]) == results
+    assert len(out.read_text().splitlines()) == 4
+    again = study.main(["--report", "--from-json", str(out), "--no-figures"])
+    assert again == results
+
+
+def test_nuts_methods_refuse_the_dirichlet_release():
+    study = _study()
+    setting = study._Setting("asia", 100, 1.0, "dirichlet")
+    with pytest.raises(ValueError, match="gaussian"):
+        setting.replicate(0, 1, ["per-family"], 10, 10)
+    with pytest.raises(ValueError, match="noise"):
+        study._Setting("asia", 100, 1.0, "uniform")
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+def test_full_augmentation_calibration_study(tmp_path):
+    """100 replicates of every setting; coverage within ±5 points of nominal in each."""
+    study = _study()
+    results = study.main(
+        [
+            "--replicates", "100",
+            "--networks", "asia", "sachs", "child", "alarm", "insurance",
+            "--noise", "discrete_gaussian", "discrete_laplace", "dirichlet",
+            "--ns", "100", "1000", "10000", "--epsilons", "0.1", "1",
+            "--methods", "augmentation", "--chains", "2", "--tune", "40", "--draws", "80",
+            "--out", str(tmp_path / "augmentation.jsonl"), "--no-figures",
+        ]
+    )  # fmt: skip
+    assert len(results) == 5 * 3 * 3 * 2
+    for rows in results.values():
+        assert rows["augmentation"]["replicates"] == 100
+        for q in (50, 80, 95):
+            assert abs(rows["augmentation"][f"cov{q}"] - q / 100) <= 0.05
