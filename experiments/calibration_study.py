@@ -12,7 +12,22 @@ noise
   term per family), NUTS, on the same releases;
 * ``naive``: the clipped and normalised noisy tables of the same releases (a point estimate: no
   intervals);
-* ``non-private``: the exact conjugate posterior ``Dirichlet(1 + counts)``.
+* ``non-private``: the exact conjugate posterior ``Dirichlet(1 + counts)``;
+* ``augmentation``: the exact posterior given the releases by data augmentation
+  (``BayesianNetwork.fit(...).sample(sampler="augmentation")``, :class:`pymc_rdp.DataAugmentation`
+  with its default moves, ``--chains`` chains of ``--tune`` + ``--draws`` iterations), the number
+  of records declared public. It fits the release kinds ``discrete_gaussian``,
+  ``discrete_laplace`` and ``dirichlet`` (``--noise``): the family tables released exactly as
+  ``BayesianNetwork.fit(mechanism="gaussian" | "laplace" | "dirichlet")`` releases them (the
+  integer mechanisms, and the Dirichlet mechanism's released CPT rows), and the kinds ``gaussian``
+  and ``laplace`` of the NUTS methods with the same mechanisms
+  (:mod:`calibration_augmentation`, beside this script).
+
+Per replicate and method the record also holds the TARP fractions of the posterior draws for
+eight reference points drawn from the prior (Lemos et al. 2023, "Sampling-based accuracy testing
+of posterior estimators for general inference"; ``calibration_augmentation.tarp_fractions``), and
+for the data-augmentation fits the smallest bulk ESS, the largest r̂ over the CPT entries and the
+moves' acceptance rates.
 
 If the inference is calibrated, the true CPT entry falls in the central q-interval of its
 posterior with probability q, and its rank among L posterior draws is uniform on 0..L
@@ -37,9 +52,15 @@ Run::
     python experiments/calibration_study.py --replicates 10 --out results.jsonl
     python experiments/calibration_study.py --report --from-json results.jsonl
 
+    python experiments/calibration_study.py --methods augmentation non-private \
+        --noise discrete_gaussian discrete_laplace dirichlet --chains 2 --tune 40 --draws 80 \
+        --out experiments/results/calibration_augmentation.jsonl --resume --tolerance 0.05 \
+        --figure-prefix calibration_augmentation
+
 Default grid: asia, Gaussian, N ∈ {100, 1000, 10000}, ε ∈ {0.1, 1}. The full study
 (``--networks asia sachs child --noise gaussian laplace --replicates 100``) takes days on one core.
-Figures: ``docs/figures/calibration_coverage.png`` and ``calibration_ranks_{network}.png``.
+Figures: ``docs/figures/{prefix}_coverage.png``, ``{prefix}_ranks_{network}.png`` and
+``{prefix}_tarp.png`` (``--figure-prefix``, default ``calibration``).
 """
 
 from __future__ import annotations
