@@ -32,6 +32,7 @@ from pymc_rdp.bn.graph import NetworkStructure
 from pymc_rdp.distributions.dirichlet_release import RefuseForwardDraw
 from pymc_rdp.distributions.joint_layout import FamilyLayout, family_layout
 from pymc_rdp.distributions.joint_moments import family_moments
+from pymc_rdp.distributions.likelihoods import constant_value
 from pymc_rdp.distributions.mvnormal_chol import mvnormal_logp_chol
 from pymc_rdp.distributions.private_nodes import PrivateRandomVariable
 
@@ -116,7 +117,15 @@ def joint_noisy_counts_logp(
     mean = pt.as_tensor(mean)
     second = pt.as_tensor(second)
     n_t = pt.as_tensor(n, dtype="float64")
-    cov = n_t * (second - pt.outer(mean, mean)) + pt.diag(pt.as_tensor(var, dtype="float64"))
+    # a known noise variance as a constant matrix: folding PyTensor's AllocDiag at compile time
+    # would build and compile its inner graph
+    known_var = constant_value(var)
+    noise_cov = (
+        pt.diag(pt.as_tensor(var, dtype="float64"))
+        if known_var is None
+        else pt.constant(np.diag(known_var.astype(np.float64)))
+    )
+    cov = n_t * (second - pt.outer(mean, mean)) + noise_cov
     return mvnormal_logp_chol(y, n_t * mean, cov)
 
 

@@ -35,13 +35,20 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pytensor
 import pytensor.tensor as pt
+from pytensor.compile.mode import Mode
+from pytensor.graph.basic import Constant
+from pytensor.graph.op import HasInnerGraph
+from pytensor.graph.traversal import ancestors, graph_inputs
 from pytensor.tensor.special import logsumexp
 from scipy.special import gammaln
+from scipy.special import logsumexp as np_logsumexp
 
 __all__ = [
     "cell_logp",
     "compositions",
+    "constant_value",
     "convolution_logp",
     "discrete_gaussian_family",
     "discrete_gaussian_log_normaliser",
@@ -72,6 +79,33 @@ def _f64(x: Any) -> Any:
     if isinstance(x, pt.Variable):
         return x if x.dtype == "float64" else pt.cast(x, "float64")
     return pt.constant(np.asarray(x, dtype=np.float64))
+
+
+def constant_value(x: Any) -> np.ndarray | None:
+    """The value of ``x`` when it depends on constants alone, else ``None``.
+
+    Such a subgraph would be constant-folded when the model is compiled, and PyTensor folds an
+    inner-graph Op (its ``logsumexp``, for one) by compiling the inner graph with its C linker:
+    one C module per Op on a cold cache, about a second each. Evaluated here by each Op's Python
+    code instead (no rewrites, no C), and only for graphs without inner-graph Ops.
+    """
+    if not isinstance(x, pt.Variable):
+        return np.asarray(x, dtype=np.float64)
+    if isinstance(x, Constant):
+        return np.asarray(x.data)
+    if not all(isinstance(v, Constant) for v in graph_inputs([x])):
+        return None
+    nodes = [v.owner for v in ancestors([x]) if v.owner is not None]
+    if any(isinstance(node.op, HasInnerGraph) for node in nodes):
+        return None
+    fn = pytensor.function([], x, mode=Mode(linker="py", optimizer=None))
+    return np.asarray(fn())
+
+
+def _folded(x: Any) -> Any:
+    """``x`` as one constant when it depends on constants alone (see :func:`constant_value`)."""
+    value = constant_value(x)
+    return x if value is None else pt.constant(value.astype(x.dtype, copy=False))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,6 +202,9 @@ def discrete_gaussian_log_normaliser(sigma: Any) -> Any:
     below e^{−300}).
     """
     sigma = _f64(sigma)
+    value = constant_value(sigma)
+    if value is not None:
+        return pt.constant(_discrete_gaussian_log_normaliser_np(value.astype(np.float64)))
     x = pt.constant(np.arange(-12, 13, dtype=np.float64))
     small_s = pt.minimum(sigma, 1.0)
     direct = logsumexp(-pt.sqr(x) / (2.0 * pt.sqr(small_s[..., None])), axis=-1)
@@ -176,6 +213,18 @@ def discrete_gaussian_log_normaliser(sigma: Any) -> Any:
     tail = pt.exp(-2.0 * math.pi**2 * pt.sqr(big_s[..., None]) * pt.sqr(k)).sum(axis=-1)
     poisson = 0.5 * _LOG_2PI + pt.log(big_s) + pt.log1p(2.0 * tail)
     return pt.switch(pt.lt(sigma, 1.0), direct, poisson)
+
+
+def _discrete_gaussian_log_normaliser_np(sigma: np.ndarray) -> np.ndarray:
+    """:func:`discrete_gaussian_log_normaliser` of a known σ, by the same two sums in NumPy."""
+    x = np.arange(-12, 13, dtype=np.float64)
+    small_s = np.minimum(sigma, 1.0)[..., None]
+    direct = np_logsumexp(-np.square(x) / (2.0 * np.square(small_s)), axis=-1)
+    big_s = np.maximum(sigma, 1.0)
+    k = np.arange(1, 4, dtype=np.float64)
+    tail = np.exp(-2.0 * math.pi**2 * np.square(big_s[..., None]) * np.square(k)).sum(axis=-1)
+    poisson = 0.5 * _LOG_2PI + np.log(big_s) + np.log1p(2.0 * tail)
+    return np.where(sigma < 1.0, direct, poisson)
 
 
 def discrete_gaussian_family(sigma: Any) -> Family:
@@ -430,11 +479,9 @@ def exact_logp(
         log_coef = pt.constant(log_multinomial_coefficients(states))
         fam = family_of(scale_rows[..., None, :])
         cells = cell_logp(fam, y_rows[..., None, :], s, clamped=clamped, rounded=rounded)
-        terms = (
-            log_coef
-            + _safe_xlogp(s, pt.log(p_rows[..., None, :])).sum(axis=-1)
-            + cells.sum(axis=-1)
-        )
+        # the coefficients and the noise terms are known when y and the scale are: one constant
+        known = _folded(log_coef + cells.sum(axis=-1))
+        terms = known + _safe_xlogp(s, pt.log(p_rows[..., None, :])).sum(axis=-1)
         return logsumexp(terms, axis=-1)
 
     uniq = np.unique(n_arr)

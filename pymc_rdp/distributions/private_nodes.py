@@ -20,6 +20,7 @@ nested dictionaries cannot be stored in netCDF attributes, strings can, byte for
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from typing import Any
 
@@ -211,6 +212,11 @@ def sample(
         Recorded (as JSON) next to the model's ledger.
     **kwargs
         Passed to ``pm.sample`` (``tune``, ``chains``, ``random_seed``, ``nuts={...}``, ...).
+        With ``nuts_sampler="nutpie"`` and no ``backend``, nutpie compiles through JAX
+        (``backend="jax"``, ``compile_kwargs={"gradient_backend": "jax"}``) when jax is
+        installed: its cold compile of these models takes seconds, against about a minute
+        through numba (``benchmarks/bench_first_sample.py``). Pass ``backend="numba"`` to
+        keep numba.
 
     Returns
     -------
@@ -231,5 +237,15 @@ def sample(
     if accountant is not None and not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be an Accountant, got {type(accountant).__name__}")
     kwargs.setdefault("return_inferencedata", True)
+    if (
+        kwargs.get("nuts_sampler") == "nutpie"
+        and "backend" not in kwargs
+        and importlib.util.find_spec("jax") is not None
+    ):
+        kwargs["backend"] = "jax"
+        kwargs["compile_kwargs"] = {
+            "gradient_backend": "jax",
+            **(kwargs.get("compile_kwargs") or {}),
+        }
     idata = pm.sample(draws=draws, model=model, **kwargs)
     return attach_ledger(idata, model=model, accountant=accountant)

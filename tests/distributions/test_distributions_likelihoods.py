@@ -370,3 +370,55 @@ def test_mvnormal_logp_gradient_matches_finite_differences():
     eps = 1e-6
     fd = [(f(p0 + eps * e) - f(p0 - eps * e)) / (2 * eps) for e in np.eye(4)]
     np.testing.assert_allclose(g(p0), fd, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Constants computed at graph construction (nothing left for PyTensor to fold by compiling C)
+# ---------------------------------------------------------------------------------------------
+
+
+def _inner_graph_nodes_on_constants(out):
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.op import HasInnerGraph
+    from pytensor.graph.traversal import apply_ancestors, graph_inputs
+
+    return [
+        node
+        for node in apply_ancestors([out])
+        if isinstance(node.op, HasInnerGraph)
+        and all(isinstance(i, Constant) for i in graph_inputs(node.inputs))
+    ]
+
+
+@pytest.mark.parametrize("sigma", [0.05, 0.3, 0.999, 1.0, 1.7, 6.0, 48.0])
+def test_discrete_gaussian_normaliser_of_a_known_sigma_equals_the_graph_and_the_sum(sigma):
+    s = pt.scalar("s", dtype="float64")
+    graph = pytensor.function([s], lik.discrete_gaussian_log_normaliser(s))(sigma)
+    known = lik.discrete_gaussian_log_normaliser(sigma)
+    assert isinstance(known, pt.TensorConstant)
+    x = np.arange(-4000, 4001, dtype=np.float64)
+    direct = logsumexp(-(x**2) / (2.0 * sigma**2))
+    np.testing.assert_allclose(known.data, graph, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(known.data, direct, rtol=1e-14, atol=1e-14)
+
+
+def test_constant_value_evaluates_constant_graphs_only():
+    x = pt.scalar("x", dtype="float64")
+    c = pt.constant(np.array([1.0, 4.0]))
+    np.testing.assert_array_equal(lik.constant_value(pt.sqrt(c) + 1.0), [2.0, 3.0])
+    np.testing.assert_array_equal(lik.constant_value(2.5), 2.5)
+    assert lik.constant_value(x + c) is None
+    # a logsumexp (an inner-graph Op) is left to the compiled function, not evaluated here
+    assert lik.constant_value(pt.special.logsumexp(c)) is None
+
+
+@pytest.mark.parametrize("noise", ["discrete_gaussian", "discrete_laplace", "gaussian"])
+def test_exact_logp_leaves_no_inner_graph_op_on_constants(noise):
+    # a regression check: folding such an Op compiles its inner graph through C, ~1 s per Op
+    # on a cold cache, which made up most of the cold compile of a small network's model
+    p = pt.vector("p", dtype="float64", shape=(3,))
+    y = np.array([2.0, 5.0, -1.0])
+    out = lik.exact_logp(y, 6, p, noise, 1.5)
+    assert _inner_graph_nodes_on_constants(out) == []
+    value = pytensor.function([p], out)(np.array([0.2, 0.5, 0.3]))
+    assert np.isfinite(value)

@@ -521,3 +521,32 @@ def test_forward_draws_of_the_joint_node_are_refused():
             from pymc_rdp.distributions.joint_likelihood import JointReleases
 
             JointReleases("y", 10.0, np.ones(2), {}, layout=None, method="enumeration", record="{}")
+
+
+def test_known_noise_variance_is_a_constant_matrix(rng):
+    # a known σ, even as a symbolic constant (as the network passes it), gives the noise
+    # covariance as one constant: PyTensor would fold its AllocDiag by compiling C code
+    import pytensor
+    import pytensor.tensor as pt
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.op import HasInnerGraph
+    from pytensor.graph.traversal import apply_ancestors, graph_inputs
+
+    lay = family_layout(SMALL, SMALL_CARDS)
+    cpts = _random_cpts(SMALL, SMALL_CARDS, rng)
+    sym = {v: pt.matrix(f"{v}_cpt", dtype="float64", shape=c.shape) for v, c in cpts.items()}
+    mean, second = _brute_force(SMALL, SMALL_CARDS, cpts)
+    y = 400.0 * mean + rng.normal(0, 3.0, lay.n_cells)
+    sigma = pt.constant(np.array(3.0))
+    logp = joint_noisy_counts_logp(y, 400.0, SMALL, SMALL_CARDS, sym, sigma=sigma)
+    folded = [
+        node
+        for node in apply_ancestors([logp])
+        if isinstance(node.op, HasInnerGraph)
+        and all(isinstance(i, Constant) for i in graph_inputs(node.inputs))
+    ]
+    assert folded == []
+    cov = 400.0 * (second - np.outer(mean, mean)) + 9.0 * np.eye(lay.n_cells)
+    ref = stats.multivariate_normal(400.0 * mean, cov).logpdf(y)
+    fn = pytensor.function(list(sym.values()), logp)
+    assert fn(*cpts.values()) == pytest.approx(ref, abs=1e-9)

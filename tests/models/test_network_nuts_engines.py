@@ -80,3 +80,38 @@ def test_numpyro_samples_the_noise_aware_model_with_the_ledger():
     from pymc_rdp.distributions import read_ledger
 
     assert read_ledger(idata)["accountant"] is not None
+
+
+class _Called(Exception):
+    pass
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
+def test_nutpie_compiles_through_jax_unless_told_otherwise(monkeypatch):
+    import pymc as pm
+
+    seen = []
+
+    def fake_sample(**kwargs):
+        seen.append(kwargs)
+        raise _Called
+
+    monkeypatch.setattr(pm, "sample", fake_sample)
+    monkeypatch.setattr(network_posterior, "check_nuts_engine", lambda engine: None)
+    bn = _fit()
+    for extra in (
+        {},
+        {"compile_kwargs": {"mode": "JAX"}},
+        {"backend": "numba"},
+        {"compile_kwargs": {"gradient_backend": "pytensor"}},
+    ):
+        with pytest.raises(_Called):
+            bn.sample(draws=10, tune=10, sampler="nuts", nuts_sampler="nutpie", **extra)
+    assert seen[0]["backend"] == "jax"
+    assert seen[0]["compile_kwargs"] == {"gradient_backend": "jax"}
+    assert seen[1]["compile_kwargs"] == {"gradient_backend": "jax", "mode": "JAX"}
+    assert seen[2]["backend"] == "numba" and "compile_kwargs" not in seen[2]
+    assert seen[3]["compile_kwargs"] == {"gradient_backend": "pytensor"}
+    with pytest.raises(_Called):
+        bn.sample(draws=10, tune=10, sampler="nuts", nuts_sampler="numpyro")
+    assert "backend" not in seen[4]
