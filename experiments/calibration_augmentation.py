@@ -201,48 +201,79 @@ def tarp_table(grouped: dict, methods=("augmentation", "non-private")) -> str:
     return "\n".join(lines)
 
 
+def _pooled(grouped: dict, methods) -> dict:
+    """``(network, kind) -> {method: (replicates, fractions)}`` pooled over ε and N."""
+    out: dict = {}
+    for key, recs in grouped.items():
+        net, noise, _, _ = key.split("|")
+        for m in methods:
+            rr = [r for r in recs if r["method"] == m and r.get("tarp")]
+            if rr:
+                reps, f = out.setdefault((net, noise), {}).get(m, (0, []))
+                out[(net, noise)][m] = (reps + len(rr), f + [x for r in rr for x in r["tarp"]])
+    return out
+
+
+def tarp_pooled_table(grouped: dict, methods=("augmentation", "non-private")) -> str:
+    """Per network, release kind and method, pooled over ε and N: fits, ECP at 0.5/0.8/0.95,
+    the largest |ECP(α) − α| and the binomial standard error at α = 0.5 over the fits."""
+    lines = [
+        "| network | release | method | fits | ECP 50 | ECP 80 | ECP 95 | max dev. | s.e. (0.5) |",
+        "|---" * 9 + "|",
+    ]
+    for (net, noise), by in _pooled(grouped, methods).items():
+        for m, (reps, f) in by.items():
+            at = expected_coverage(f, [0.5, 0.8, 0.95])
+            dev = float(np.max(np.abs(expected_coverage(f) - TARP_GRID)))
+            lines.append(
+                f"| {net} | {noise} | {m} | {reps} | {at[0]:.2f} | {at[1]:.2f} | {at[2]:.2f} | "
+                f"{dev:.2f} | {0.5 / np.sqrt(reps):.2f} |"
+            )
+    return "\n".join(lines)
+
+
 def tarp_figure(grouped: dict, path: Path, methods=("augmentation", "non-private")) -> Path | None:
-    """ECP curves: one panel per network × release kind, one line per (ε, N) and method."""
+    """ECP curves pooled over ε and N: one panel per network, one colour per release kind
+    (solid: ``methods[0]``, dotted: ``methods[1]`` on the same replicates); the grey band is
+    ± 2 binomial standard errors over the smallest number of fits of a panel's curves (each fit
+    counted once: its reference points share its data)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = {}
-    for key, recs in grouped.items():
-        net, noise, eps, n = key.split("|")
-        for m in methods:
-            f = [x for r in recs if r["method"] == m for x in (r.get("tarp") or [])]
-            if f:
-                panels.setdefault((net, noise), []).append((m, f"ε={eps} N={n}", f))
-    if not panels:
+    pooled = _pooled(grouped, methods)
+    if not pooled:
         return None
-    cols = min(3, len(panels))
-    rows = -(-len(panels) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 3.2 * rows), squeeze=False)
-    for ax in axes.ravel()[len(panels) :]:
-        ax.axis("off")
-    for ax, ((net, noise), lines) in zip(axes.ravel(), panels.items(), strict=False):
+    networks = list(dict.fromkeys(net for net, _ in pooled))
+    fig, axes = plt.subplots(1, len(networks), figsize=(3.8 * len(networks), 3.6), squeeze=False)
+    for ax, net in zip(axes[0], networks, strict=True):
+        kinds = [k for n, k in pooled if n == net]
+        fits = min(reps for k in kinds for reps, _ in pooled[(net, k)].values())
+        se = np.sqrt(TARP_GRID * (1 - TARP_GRID) / fits)
+        ax.fill_between(TARP_GRID, TARP_GRID - 2 * se, TARP_GRID + 2 * se, color="0.88")
         ax.plot([0, 1], [0, 1], color="k", lw=0.8)
-        labels = list(dict.fromkeys(lab for _, lab, _ in lines))
-        for m, lab, f in lines:
-            style = "-" if m == "augmentation" else ":"
-            ax.plot(
-                TARP_GRID,
-                expected_coverage(f),
-                style,
-                lw=1.0,
-                color=f"C{labels.index(lab)}",
-                label=lab if m == "augmentation" else None,
-            )
-        ax.set_title(f"{net}, {noise}", fontsize=8)
+        for c, kind in enumerate(kinds):
+            for j, m in enumerate(methods):
+                if m not in pooled[(net, kind)]:
+                    continue
+                reps, f = pooled[(net, kind)][m]
+                ax.plot(
+                    TARP_GRID,
+                    expected_coverage(f),
+                    "-" if j == 0 else ":",
+                    lw=1.2,
+                    color=f"C{c}",
+                    label=f"{kind}, {m} ({reps} fits)",
+                )
+        ax.set_title(f"{net}: pooled over ε and N", fontsize=8)
         ax.set_xlabel("credibility level α", fontsize=7)
         ax.set_ylabel("expected coverage", fontsize=7)
         ax.tick_params(labelsize=6)
         ax.legend(fontsize=5, loc="upper left")
     fig.suptitle(
-        "TARP expected coverage (Lemos et al. 2023), prior references; "
-        "solid: data augmentation, dotted: exact non-private posterior",
+        "TARP expected coverage (Lemos et al. 2023), 8 prior reference points per fit; "
+        "band: ± 2 s.e. over the fits",
         fontsize=8,
     )
     fig.tight_layout()

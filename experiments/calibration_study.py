@@ -882,6 +882,8 @@ def report(
     print(time_table(records))
     print("\nTARP expected coverage (pooled over replicates and reference points):\n")
     print(aug.tarp_table(grouped))
+    print("\nTARP expected coverage pooled over N and ε:\n")
+    print(aug.tarp_pooled_table(grouped))
     misses = outside_target(results, tol)
     if misses:
         print(f"\nnoise-aware coverage outside nominal ± {tol:g}:")
