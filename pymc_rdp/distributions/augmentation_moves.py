@@ -1,5 +1,4 @@
-"""Collapsed moves of the data-augmentation sampler: row-scanning block moves and heat-bath
-updates of single attributes.
+"""Collapsed row-scanning block moves of the data-augmentation sampler.
 
 The state and the log target are those of :mod:`pymc_rdp.distributions._augmentation_kernels`
 (latent records ``x``, their family tables ``cell_n``/``row_n``, the Bayesian-Dirichlet score
@@ -31,10 +30,8 @@ Each row's update is a Metropolis–Hastings kernel that leaves the target invar
 rows is their composition (Tierney 1994, "Markov chains for exploring posterior
 distributions").
 
-Heat-bath updates
------------------
-:func:`gibbs_sweep` draws each record's state at each node from its full conditional under the
-collapsed target; only the node's family and its children's families enter it.
+The heat-bath updates of single attributes are in
+:mod:`pymc_rdp.distributions.augmentation_gibbs`.
 """
 
 # ruff: noqa: NPY002
@@ -46,17 +43,16 @@ import numpy as np
 from numba import njit
 
 from pymc_rdp.distributions._augmentation_kernels import (
-    _cell_term,
     _config,
     _flip,
     _log_choose,
     _other_state,
-    _row_term,
     _swap,
     _undo,
+    per_record,
 )
 
-__all__ = ["gibbs_sweep", "row_block_sweep", "row_proposal"]
+__all__ = ["row_block_sweep", "row_proposal"]
 
 
 @njit(cache=True, nogil=True)
@@ -85,7 +81,7 @@ def _buckets(v, x, card, n_par, par, stride, cell_off, cell_n):
     return order, pos, start, size
 
 
-@njit(cache=True, nogil=True)
+@per_record
 def _relocate(order, pos, start, size, p, l1, l2):
     """Move the record at place ``p`` (in cell ``l1``) into cell ``l2``, keeping cells
     contiguous (one swap per cell boundary crossed)."""
@@ -107,7 +103,7 @@ def _relocate(order, pos, start, size, p, l1, l2):
             p = f
 
 
-@njit(cache=True, nogil=True)
+@per_record
 def row_proposal(size, first, kv, nonempty, max_m):
     """The selection of a row-block move in the row whose cells start at local cell ``first``
     (module notes): the source cell ``l1`` uniformly among the row's ``nonempty`` non-empty
@@ -229,135 +225,3 @@ def row_block_sweep(v, per_row, max_m, x, net, obs, cell_n, row_n):
                 for t in range(m):
                     x[sel[t], v] = k1
     return accepted, proposed
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _add_terms(
-    w, cell, row, d, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n
-):
-    """Log change of the collapsed target when ``d`` (±1) records join (cell, row) of family
-    ``w`` (``row < 0``: the row total does not change); tables not modified."""
-    kw = kind[w]
-    na = cell_n[cell]
-    nb = na + d
-    out = _cell_term(kw, coef[w], r[w], y[cell], logt[cell], acell[cell], nb)
-    out -= _cell_term(kw, coef[w], r[w], y[cell], logt[cell], acell[cell], na)
-    out += lg_cell[w, nb] - lg_cell[w, na]
-    if row >= 0:
-        ma = row_n[row]
-        mb = ma + d
-        out += _row_term(kw, r[w], arow[row], mb) - _row_term(kw, r[w], arow[row], ma)
-        out -= lg_row[w, mb] - lg_row[w, ma]
-    return out
-
-
-@njit(cache=True, nogil=True)
-def gibbs_sweep(x, net, obs, cell_n, row_n):
-    """Collapsed heat-bath updates: for every record ``j`` and node ``v`` (with two or more
-    states), ``x[j, v]`` is drawn from its full conditional under the collapsed target
-    (Bayesian-Dirichlet score × η), which involves only ``v``'s family and its children's:
-
-    .. math:: p(x_{jv} = k \\mid x_{-jv}) ∝ \\exp\\bigl(Δ_v(c, k) + \\sum_{w ∈ ch(v)}
-              Δ_w(c_w(k), x_{jw})\\bigr),
-
-    with ``Δ_w(c, k)`` the log change of family ``w``'s terms when the record (taken out of
-    the tables) joins cell ``(c, k)``. A Gibbs update leaves the target invariant (Geman &
-    Geman 1984). Returns (changed, updated).
-    """
-    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
-    n, d = x.shape
-    # stride of v in the configuration index of its i-th child
-    cs = np.zeros(ch.shape, dtype=np.int64)
-    for v in range(d):
-        for i in range(n_ch[v]):
-            w = ch[v, i]
-            for p in range(n_par[w]):
-                if par[w, p] == v:
-                    cs[v, i] = stride[w, p]
-    kmax = 0
-    for v in range(d):
-        kmax = max(kmax, card[v])
-    lw = np.empty(kmax)
-    cw0 = np.empty(max(1, ch.shape[1]), dtype=np.int64)
-    changed = 0
-    updated = 0
-    for j in range(n):
-        for v in range(d):
-            kv = card[v]
-            if kv < 2:
-                continue
-            updated += 1
-            k0 = x[j, v]
-            base = cell_off[v] + _config(x, j, v, n_par, par, stride) * kv
-            cell_n[base + k0] -= 1
-            for i in range(n_ch[v]):
-                w = ch[v, i]
-                cw = _config(x, j, w, n_par, par, stride)
-                cell_n[cell_off[w] + cw * card[w] + x[j, w]] -= 1
-                row_n[row_off[w] + cw] -= 1
-                cw0[i] = cw - k0 * cs[v, i]
-            top = -np.inf
-            for k in range(kv):
-                t = _add_terms(
-                    v,
-                    base + k,
-                    -1,
-                    1,
-                    kind,
-                    coef,
-                    r,
-                    y,
-                    logt,
-                    acell,
-                    arow,
-                    lg_cell,
-                    lg_row,
-                    cell_n,
-                    row_n,
-                )
-                for i in range(n_ch[v]):
-                    w = ch[v, i]
-                    cw = cw0[i] + k * cs[v, i]
-                    t += _add_terms(
-                        w,
-                        cell_off[w] + cw * card[w] + x[j, w],
-                        row_off[w] + cw,
-                        1,
-                        kind,
-                        coef,
-                        r,
-                        y,
-                        logt,
-                        acell,
-                        arow,
-                        lg_cell,
-                        lg_row,
-                        cell_n,
-                        row_n,
-                    )
-                lw[k] = t
-                if t > top:
-                    top = t
-            total = 0.0
-            for k in range(kv):
-                lw[k] = math.exp(lw[k] - top)
-                total += lw[k]
-            u = np.random.random() * total
-            k1 = kv - 1
-            acc = 0.0
-            for k in range(kv - 1):
-                acc += lw[k]
-                if u < acc:
-                    k1 = k
-                    break
-            x[j, v] = k1
-            if k1 != k0:
-                changed += 1
-            cell_n[base + k1] += 1
-            for i in range(n_ch[v]):
-                w = ch[v, i]
-                cw = cw0[i] + k1 * cs[v, i]
-                cell_n[cell_off[w] + cw * card[w] + x[j, w]] += 1
-                row_n[row_off[w] + cw] += 1
-    return changed, updated

@@ -54,6 +54,7 @@ from pymc_rdp.distributions._augmentation_kernels import (
     _config,
     _shift,
     _swap,
+    per_record,
 )
 from pymc_rdp.distributions.augmentation_moves import _buckets, _relocate, row_proposal
 
@@ -85,14 +86,14 @@ def descendants(children: dict[int, list[int]], n_nodes: int) -> tuple[np.ndarra
     return desc, n_desc
 
 
-@njit(cache=True, nogil=True)
+@per_record
 def _place(x, j, w, card, n_par, par, stride, cell_off, row_off):
     """Record j's (cell, row) of family ``w`` under its current values."""
     c = _config(x, j, w, n_par, par, stride)
     return cell_off[w] + c * card[w] + x[j, w], row_off[w] + c
 
 
-@njit(cache=True, nogil=True)
+@per_record
 def _take_out(x, sel, m, dset, n_d, card, n_par, par, stride, cell_off, row_off, cell_n, row_n):
     """Remove the records ``sel[:m]`` from the families of ``dset[:n_d]`` (counts only)."""
     for t in range(m):
@@ -103,7 +104,7 @@ def _take_out(x, sel, m, dset, n_d, card, n_par, par, stride, cell_off, row_off,
             row_n[row] -= 1
 
 
-@njit(cache=True, nogil=True)
+@per_record
 def _replay(
     x, sel, m, dset, n_d, alpha, card, n_par, par, stride, cell_off, row_off, cell_n, row_n
 ):

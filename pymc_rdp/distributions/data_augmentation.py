@@ -41,7 +41,8 @@ Moves
     leaves most uncertain, move as often as large ones. Block sizes adapt during tuning.
 ``"gibbs"``
     Collapsed heat-bath updates: every record's state at every node drawn from its full
-    conditional over the node's Markov blanket (:mod:`pymc_rdp.distributions.augmentation_moves`).
+    conditional over the node's Markov blanket (:mod:`pymc_rdp.distributions.augmentation_gibbs`;
+    records that share a Markov-blanket configuration share their conditional weights).
     A record moves to the states its other attributes fit, which random block moves rarely find.
 ``"subtree"``
     Row-block moves of a node that redraw the moved records' values at every descendant from
@@ -297,6 +298,8 @@ class DataAugmentation(AugmentationStep):
             self.observations.values(),
             (len(self.configs[v]) * self.cards[v] for v in nodes),
         )
+        # largest Markov-blanket key space the heat-bath sweep groups (None: the kernel's own)
+        self._key_space_limit: float | None = None
         self._build_arrays()
         self._init_step(sweeps)
 
@@ -450,6 +453,7 @@ class DataAugmentation(AugmentationStep):
             The final latent records (records × nodes, codes).
         """
         from pymc_rdp.distributions import _augmentation_kernels as k
+        from pymc_rdp.distributions import augmentation_gibbs as kg
         from pymc_rdp.distributions import augmentation_moves as km
         from pymc_rdp.distributions import augmentation_subtree as kt
 
@@ -477,6 +481,7 @@ class DataAugmentation(AugmentationStep):
         row_size = [float(m) for m in sizes]
         size_cap = [max(1, 4 * m) for m in sizes]
         tree_size = list(row_size)
+        key_limit = kg.KEY_SPACE_LIMIT if self._key_space_limit is None else self._key_space_limit
         n_ch, ch = net[6], net[7]
         desc, n_desc = kt.descendants(
             {i: [int(w) for w in ch[i, : n_ch[i]]] for i in nodes}, len(self.nodes)
@@ -499,7 +504,7 @@ class DataAugmentation(AugmentationStep):
                     a, p = k.site_sweep(x, net, obs, cell_n, row_n)
                     rates[move] = a / max(1, p)
                 elif move == "gibbs":
-                    a, p = km.gibbs_sweep(x, net, obs, cell_n, row_n)
+                    a, p = kg.gibbs_sweep(x, net, obs, cell_n, row_n, key_limit)
                     rates[move] = a / max(1, p)
                 elif move == "subtree":
                     acc = prop = 0

@@ -219,6 +219,15 @@ def test_posterior_matches_enumeration(exact, mechanism, moves):
     assert max_z(idata, exact[mechanism]) < 4.5
 
 
+@pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
+def test_record_by_record_heat_bath_matches_enumeration(exact, mechanism):
+    """The heat-bath sweep with no grouping (every Markov-blanket key space over the limit)."""
+    da = DataAugmentation(STRUCTURE, STATES, RELEASES[mechanism](), N, moves=("gibbs",))
+    da._key_space_limit = 0.0
+    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=13)
+    assert max_z(idata, exact[mechanism]) < 4.5
+
+
 def test_the_comparison_rejects_a_wrong_density(exact):
     """A sampler whose Gaussian density is too sharp (σ/2, i.e. an acceptance ratio raised to
     the 4th power) must fail the comparison that the correct one passes."""

@@ -1,0 +1,109 @@
+"""The grouped heat-bath sweep: its keys, its bookkeeping, and its conditionals against a direct
+computation of the full conditional from the collapsed target."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pymc_rdp.distributions import _augmentation_kernels as kernels
+from pymc_rdp.distributions import augmentation_gibbs as gibbs
+from pymc_rdp.distributions.data_augmentation import DataAugmentation
+from pymc_rdp.privacy.mechanisms import GaussianMechanism
+
+# a has children b and c; c has co-parent b: a's Markov blanket is {b, c}, b's is {a, c}
+STRUCTURE = {"a": [], "b": ["a"], "c": ["a", "b"]}
+STATES = {"a": [0, 1, 2], "b": [0, 1], "c": [0, 1, 2]}
+N = 40
+
+
+def _sampler() -> DataAugmentation:
+    g = GaussianMechanism(1.5, math.sqrt(2))
+    rng = np.random.default_rng(0)
+    releases = {
+        "a": (rng.normal(N / 3, 2, 3), g),
+        "b": (rng.normal(N / 6, 2, (3, 2)), g),
+        "c": (rng.normal(N / 18, 2, (6, 3)), g),
+    }
+    return DataAugmentation(STRUCTURE, STATES, releases, N, moves=("gibbs",))
+
+
+def _tables(da, x):
+    net = da._net
+    cell_n = np.zeros(int(net[4][-1]), dtype=np.int64)
+    row_n = np.zeros(int(net[5][-1]), dtype=np.int64)
+    kernels.tabulate(x, net, cell_n, row_n)
+    return cell_n, row_n
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1), st.integers(0, 2)), min_size=2))
+def test_keys_are_equal_exactly_when_the_markov_blankets_are(rows):
+    da = _sampler()
+    card, n_par, par, stride, cell_off, row_off, n_ch, ch = da._net
+    x = np.array(rows, dtype=np.int64)
+    cs = gibbs._child_strides(card, n_par, par, stride, n_ch, ch)
+    blankets = {0: (1, 2), 1: (0, 2), 2: (0, 1)}  # a, b, c
+    for v, blanket in blankets.items():
+        keys = np.empty(len(x), dtype=np.int64)
+        args = (v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys)
+        assert gibbs._keys(*args, gibbs.KEY_SPACE_LIMIT)
+        same_key = keys[:, None] == keys[None, :]
+        same_blanket = np.all(x[:, None, blanket] == x[None, :, blanket], axis=-1)
+        np.testing.assert_array_equal(same_key, same_blanket)
+        assert not gibbs._keys(*args, 0.0)  # over the limit: no grouping
+
+
+@pytest.mark.parametrize("limit", [gibbs.KEY_SPACE_LIMIT, 0.0])
+def test_sweep_keeps_the_tables_of_the_records(limit):
+    da = _sampler()
+    x = da._records(np.random.default_rng(1))
+    cell_n, row_n = _tables(da, x)
+    kernels.seed(5)
+    changed = 0
+    for _ in range(5):
+        c, updated = gibbs.gibbs_sweep(x, da._net, da._obs, cell_n, row_n, limit)
+        changed += c
+        assert updated == N * 3
+    assert changed > 0
+    want_cells, want_rows = _tables(da, x)
+    np.testing.assert_array_equal(cell_n, want_cells)
+    np.testing.assert_array_equal(row_n, want_rows)
+
+
+def test_one_record_draws_follow_its_full_conditional():
+    """With N = 1 the sweeps are a two-site Gibbs sampler of the one record, whose stationary law
+    is the normalised collapsed target; the visit frequencies must match it."""
+    da1 = DataAugmentation(
+        {"a": [], "b": ["a"]},
+        {"a": [0, 1, 2], "b": [0, 1]},
+        {
+            "a": (np.array([0.3, 1.4, -0.2]), GaussianMechanism(0.8, math.sqrt(2))),
+            "b": (np.array([[0.9, 0.1], [0.2, 0.6], [0.5, 0.5]]), GaussianMechanism(0.8, 1.4)),
+        },
+        1,
+        moves=("gibbs",),
+    )
+    x = np.array([[1, 0]], dtype=np.int64)
+    cell_n, row_n = _tables(da1, x)
+    kernels.seed(9)
+    joint = np.zeros((3, 2))
+    for _ in range(20000):
+        gibbs.gibbs_sweep(x, da1._net, da1._obs, cell_n, row_n)
+        joint[x[0, 0], x[0, 1]] += 1
+    joint /= joint.sum()
+    # the exact stationary law of the single record: the normalised collapsed target
+    logp = np.empty((3, 2))
+    for a in range(3):
+        for b in range(2):
+            y = np.array([[a, b]], dtype=np.int64)
+            c, r = _tables(da1, y)
+            logp[a, b] = kernels.log_target(c, r, True, da1._net, da1._obs)
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    se = np.sqrt(p * (1 - p) / 20000 * 3)  # a Gibbs chain: allow for autocorrelation
+    assert np.all(np.abs(joint - p) < 4.5 * se)
