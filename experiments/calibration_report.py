@@ -177,25 +177,29 @@ def time_table(records: list[dict], replicates: int = 100) -> str:
     """Mean seconds per NUTS fit per network, noise and method, and the cost of a full study.
 
     Sampling time, and wall time with the compilation of the templates spread over the fits;
-    the last column is what ``replicates`` replicates of all 12 (N, ε) settings would take.
+    ``settings`` counts the (ε, N) settings of the row's network and noise in ``records`` (of any
+    method), and the last column is what ``replicates`` replicates of those settings would take:
+    wall seconds per fit × ``replicates`` × settings.
     """
-    by = {}
+    by, settings = {}, {}
     for r in records:
+        settings.setdefault((r["network"], r["noise"]), set()).add(r["key"])
         if r["sample_s"] is not None:
             by.setdefault((r["network"], r["noise"], r["method"]), []).append(r)
     lines = [
-        "| network | noise | method | fits | sampling s / fit | wall s / fit "
-        f"| {replicates} × 12 settings, hours |",
-        "|---" * 7 + "|",
+        "| network | noise | method | fits | settings | sampling s / fit | wall s / fit "
+        f"| {replicates} replicates × settings, hours |",
+        "|---" * 8 + "|",
     ]
     for (net, noise, m), recs in sorted(
         by.items(), key=lambda kv: _sort_key(f"{kv[0][0]}|{kv[0][1]}|0|0")
     ):
         samp = float(np.mean([r["sample_s"] for r in recs]))
         wall = float(np.mean([r["wall_s"] for r in recs]))
+        k = len(settings[(net, noise)])
         lines.append(
-            f"| {net} | {noise} | {m} | {len(recs)} | {samp:.1f} | {wall:.1f} | "
-            f"{wall * replicates * 12 / 3600:.1f} |"
+            f"| {net} | {noise} | {m} | {len(recs)} | {k} | {samp:.1f} | {wall:.1f} | "
+            f"{wall * replicates * k / 3600:.1f} |"
         )
     return "\n".join(lines)
 
