@@ -67,11 +67,11 @@ def test_short_augmentation_run_records_resumes_and_reports(tmp_path):
 
 def test_nuts_methods_refuse_the_dirichlet_release():
     study = _study()
-    setting = study._Setting("asia", 100, 1.0, "dirichlet")
+    setting = study.Setting("asia", 100, 1.0, "dirichlet")
     with pytest.raises(ValueError, match="gaussian"):
         setting.replicate(0, 1, ["per-family"], 10, 10)
     with pytest.raises(ValueError, match="noise"):
-        study._Setting("asia", 100, 1.0, "uniform")
+        study.Setting("asia", 100, 1.0, "uniform")
 
 
 @pytest.mark.slow
