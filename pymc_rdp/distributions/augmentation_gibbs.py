@@ -50,7 +50,7 @@ from numba import njit
 
 from pymc_rdp.distributions._augmentation_kernels import _cell_term, _config, _row_term, per_record
 
-__all__ = ["KEY_SPACE_LIMIT", "gibbs_sweep"]
+__all__ = ["KEY_SPACE_LIMIT", "gibbs_sweep", "radix_order"]
 
 #: largest key space grouped (keys are int64); beyond it records are updated one by one
 KEY_SPACE_LIMIT = 2.0**62
@@ -134,15 +134,20 @@ def _child_strides(card, n_par, par, stride, n_ch, ch):
 
 
 @per_record
-def _keys(v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, limit):
-    """Every record's key for node ``v`` (mixed radix over its row of ``v`` and, per child, its
-    cell with ``v``'s part removed); False, keys unset, if the key space exceeds ``limit``."""
-    kv = card[v]
-    space = float((cell_off[v + 1] - cell_off[v]) // kv)
+def _key_space(v, card, cell_off, n_ch, ch):
+    """The number of possible keys of node ``v`` (a float: it can exceed int64)."""
+    space = float((cell_off[v + 1] - cell_off[v]) // card[v])
     for i in range(n_ch[v]):
         w = ch[v, i]
         space *= float(cell_off[w + 1] - cell_off[w])
-    if space > limit:
+    return space
+
+
+@per_record
+def _keys(v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, limit):
+    """Every record's key for node ``v`` (mixed radix over its row of ``v`` and, per child, its
+    cell with ``v``'s part removed); False, keys unset, if the key space exceeds ``limit``."""
+    if _key_space(v, card, cell_off, n_ch, ch) > limit:
         return False
     for j in range(x.shape[0]):
         key = _config(x, j, v, n_par, par, stride)
@@ -152,6 +157,32 @@ def _keys(v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys,
             key = key * (cell_off[w + 1] - cell_off[w]) + cw * card[w] + x[j, w]
         keys[j] = key
     return True
+
+
+@njit(cache=True, nogil=True)
+def radix_order(keys, space):
+    """Indices that sort ``keys`` (non-negative, below ``space``), stably: a least-significant-
+    digit radix sort on 16-bit digits, as many passes as ``space`` needs, each
+    ``O(N + 2^16)`` (Knuth, TAOCP vol. 3, §5.2.5)."""
+    n = keys.shape[0]
+    order = np.arange(n)
+    spare = np.empty(n, dtype=np.int64)
+    count = np.empty((1 << 16) + 1, dtype=np.int64)
+    shift = 0
+    while shift < 64 and (shift == 0 or space > 2.0**shift):
+        count[:] = 0
+        for t in range(n):
+            count[((keys[order[t]] >> shift) & 0xFFFF) + 1] += 1
+        for b in range(1 << 16):
+            count[b + 1] += count[b]
+        for t in range(n):
+            j = order[t]
+            digit = (keys[j] >> shift) & 0xFFFF
+            spare[count[digit]] = j
+            count[digit] += 1
+        order, spare = spare, order
+        shift += 16
+    return order
 
 
 @njit(cache=True, nogil=True)
@@ -181,7 +212,7 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
         if _keys(
             v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, key_space_limit
         ):
-            order = np.argsort(keys, kind="mergesort")
+            order = radix_order(keys, _key_space(v, card, cell_off, n_ch, ch))
         else:  # groups of one record
             order = np.arange(n)
             for j in range(n):

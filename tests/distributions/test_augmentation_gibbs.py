@@ -107,3 +107,18 @@ def test_one_record_draws_follow_its_full_conditional():
     p /= p.sum()
     se = np.sqrt(p * (1 - p) / 20000 * 3)  # a Gibbs chain: allow for autocorrelation
     assert np.all(np.abs(joint - p) < 4.5 * se)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 62).flatmap(
+        lambda bits: st.tuples(
+            st.just(bits), st.lists(st.integers(0, 2**bits - 1), min_size=0, max_size=300)
+        )
+    )
+)
+def test_radix_order_is_a_stable_sort(case):
+    bits, values = case
+    keys = np.array(values, dtype=np.int64)
+    order = gibbs.radix_order(keys, 2.0**bits)
+    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
