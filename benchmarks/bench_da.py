@@ -59,6 +59,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--nuts", action="store_true", help="also NUTS on the non-private model")
     parser.add_argument("--cold", action="store_true", help="compile into a fresh numba cache")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=1,
+        help="MCMC seed (the release noise is drawn from OS entropy in every run)",
+    )
     args = parser.parse_args(argv)
     warnings.filterwarnings("ignore")
 
@@ -98,7 +104,9 @@ def main(argv: list[str] | None = None) -> None:
             spec = "+".join(da.moves) + " (default)"
         else:
             da = DataAugmentation.from_network(bn, moves=tuple(spec.split("+")))
-        idata = da.sample(draws=args.draws, tune=args.tune, chains=args.chains, random_seed=1)
+        idata = da.sample(
+            draws=args.draws, tune=args.tune, chains=args.chains, random_seed=args.seed
+        )
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         ess = _min_ess(idata, big)
         acc = {k: float(idata["sample_stats"][k].mean()) for k in idata["sample_stats"].data_vars}
