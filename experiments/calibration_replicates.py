@@ -244,7 +244,7 @@ class Setting:
                 idata, samp = templates.fit_nuts(
                     m, self.network, build, draws, tune, nuts_seed, samplers[m]
                 )
-                post = {v: _thin(cpt_draws(idata, v), N_RANK) for v in st.order}
+                post = {v: _thin(cpt_draws(idata, v, cards[v]), N_RANK) for v in st.order}
             wall = time.perf_counter() - t0
             s = _summaries(post, truth, st)
             est = {
@@ -301,9 +301,12 @@ class Setting:
         return records
 
 
-def cpt_draws(idata, node: str) -> np.ndarray:
-    """Draws of ``node``'s CPT, (draws, configurations, states), chains stacked."""
+def cpt_draws(idata, node: str, states: int) -> np.ndarray:
+    """Draws of ``node``'s CPT, (draws, configurations, states), chains stacked; the posterior
+    holds it flat (one ``{node}_cell`` dim, configuration-major) or as (configurations, states)."""
     arr = np.asarray(idata["posterior"][f"{node}_cpt"].to_numpy(), dtype=np.float64)
+    if arr.ndim == 3:
+        return arr.reshape(-1, arr.shape[-1] // states, states)
     return arr.reshape(-1, arr.shape[-2], arr.shape[-1])
 
 

@@ -33,14 +33,27 @@ def _constants(model):
 def _op_key(op):
     """An Op for structural comparison.
 
-    Left out: a privacy Op's ledger record (metadata) and the parameters of a free variable's
+    An Op with an inner graph (a ``CustomDist``, whose class is created anew by every build of the
+    model) is compared by its class name, its inner graph's Ops and constants. Left out: a privacy
+    Op's ledger record (metadata) and the parameters of a free variable's
     transform (a reparametrisation, e.g. the reference cell of a log-ratio transform chosen from
     the data: the template keeps its own, which leaves the posterior unchanged).
     """
     from pymc.model.fgraph import ModelFreeRV
+    from pytensor.graph.basic import Constant
+    from pytensor.graph.op import HasInnerGraph
 
     if isinstance(op, ModelFreeRV):
         return (type(op), op.name, op.dims, type(op.transform).__name__)
+    if isinstance(op, HasInnerGraph):  # e.g. a CustomDist: a new class per model build
+        inner = op.fgraph.toposort()
+        consts = [
+            (str(i.type), np.asarray(i.data).tobytes())
+            for n in inner
+            for i in n.inputs
+            if isinstance(i, Constant)
+        ]
+        return (type(op).__name__, tuple(_op_key(n.op) for n in inner), tuple(consts))
     meta = getattr(op, "_meta", None)
     if meta is None:
         return op

@@ -344,6 +344,26 @@ def test_short_coverage_run_on_asia(tmp_path):
     assert "| asia | gaussian | 1 | 1,000 | joint | 2 |" in study.markdown_table(again)
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+def test_short_coverage_run_per_family_on_asia(tmp_path):
+    """NUTS on asia's per-family model: two replicates through one compiled template.
+
+    Each build of that model makes a new CustomDist class and stores its CPT draws flat; the
+    template must still match the second replicate and the draws must come back as tables.
+    """
+    study = _study()
+    args = [
+        "--networks", "asia", "--ns", "1000", "--epsilons", "1", "--replicates", "2",
+        "--draws", "150", "--tune", "150", "--seed", "7", "--methods", "per-family",
+        "--family-sampler", "pymc", "--out", str(tmp_path / "results.jsonl"), "--no-figures",
+    ]  # fmt: skip
+    row = study.main(args)["asia|gaussian|1|1000"]["per-family"]
+    assert row["replicates"] == 2
+    assert 0.55 <= row["cov80"] <= 1.0
+    assert row["cov95"] >= 0.75
+    assert row["kl"] < 0.05
+
+
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 def test_full_calibration_study(tmp_path):
