@@ -171,11 +171,12 @@ class DataAugmentation(AugmentationStep):
         unknown N (the collapsed moves need a fixed N), ``("gibbs", "row_block")`` when every
         release is a Dirichlet-mechanism release (its default block sizes reach hundreds of
         records, each a redraw of all descendants under ``"subtree"``), else
-        ``("gibbs", "subtree")``: on Adult
-        (all 32,561 records, Gaussian tables at (1, 1e-6), 2 chains × (400 + 500)) it gave the
-        largest minimum bulk ESS per CPU second over the CPT entries of rows holding >= 20
-        records of the schedules compared in ``benchmarks/bench_da.py`` (0.083 against 0.045
-        for ``("gibbs", "row_block")`` and 0.040 for ``("subtree", "row_block")``).
+        ``("gibbs", "subtree")``. On Adult (all 32,561 records, Gaussian tables at (1, 1e-6),
+        2 chains × (100 + 500), ``benchmarks/bench_da.py``) its minimum bulk ESS per CPU second
+        over the CPT entries of rows holding >= 20 records was 0.49 and 0.50 in two runs, against
+        0.39 for ``("gibbs",)``, 0.51 for ``("gibbs", "subtree", "subtree")`` and 0.63 and 0.53
+        for ``("gibbs", "gibbs", "subtree")`` (within the spread of repeated runs); on alarm
+        (N = 10⁴) it was 0.15 against 0.03 for ``("gibbs",)``.
     block_size : int or dict, optional
         Largest block ``m`` per node (default: about the sd of a cell count given its release,
         for Dirichlet releases ``sqrt(N / (cells · r))``).
