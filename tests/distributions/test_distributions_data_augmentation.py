@@ -193,6 +193,7 @@ CASES = [
     ("dirichlet", ("gibbs",)),
     ("gaussian", ("gibbs", "row_block")),
     ("gaussian", ("subtree",)),
+    ("gaussian", ("gibbs", "gibbs", "gibbs", "subtree")),  # the default: a move run 3 times
     ("laplace", ("subtree",)),
     ("dirichlet", ("subtree",)),
 ]
@@ -339,9 +340,11 @@ def test_chains_in_threads_give_the_draws_of_chains_in_turn(moves):
 
 
 def test_default_moves_follow_the_releases():
-    """Additive noise: Gibbs + subtree moves; Dirichlet releases: Gibbs + row-block moves;
-    an unknown N: record moves (with birth/death moves)."""
+    """Additive noise: three Gibbs sweeps + subtree moves; Dirichlet releases: Gibbs + row-block
+    moves; an unknown N: record moves (with birth/death moves)."""
     assert DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N).moves == (
+        "gibbs",
+        "gibbs",
         "gibbs",
         "subtree",
     )
