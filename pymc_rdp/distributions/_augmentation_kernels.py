@@ -86,10 +86,11 @@ def _row_term(kv, r_v, arow_r, n):
 
 
 @per_record
-def _shift(
-    v, cell, row, d, bd, cell_n, row_n, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row
+def _add_terms(
+    v, cell, row, d, bd, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n
 ):
-    """Add ``d`` (±1) records to one cell of family ``v`` (row unchanged if ``row < 0``)."""
+    """Log change of the target when ``d`` (±1) records join (cell, row) of family ``v`` (row
+    unchanged if ``row < 0``; ``bd``: with the Bayesian-Dirichlet terms); tables not modified."""
     kv = kind[v]
     na = cell_n[cell]
     nb = na + d
@@ -98,14 +99,27 @@ def _shift(
     )
     if bd:
         delta += lg_cell[v, nb] - lg_cell[v, na]
-    cell_n[cell] = nb
     if row >= 0:
         ma = row_n[row]
         mb = ma + d
         delta += _row_term(kv, r[v], arow[row], mb) - _row_term(kv, r[v], arow[row], ma)
         if bd:
             delta -= lg_row[v, mb] - lg_row[v, ma]
-        row_n[row] = mb
+    return delta
+
+
+@per_record
+def _shift(
+    v, cell, row, d, bd, cell_n, row_n, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row
+):
+    """Add ``d`` (±1) records to one cell of family ``v`` (row unchanged if ``row < 0``);
+    returns the log change of the target (:func:`_add_terms`)."""
+    delta = _add_terms(
+        v, cell, row, d, bd, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n
+    )
+    cell_n[cell] += d
+    if row >= 0:
+        row_n[row] += d
     return delta
 
 

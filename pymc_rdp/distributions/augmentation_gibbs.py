@@ -48,32 +48,12 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_rdp.distributions._augmentation_kernels import _cell_term, _config, _row_term, per_record
+from pymc_rdp.distributions._augmentation_kernels import _add_terms, _config, per_record
 
 __all__ = ["KEY_SPACE_LIMIT", "gibbs_sweep", "radix_order"]
 
 #: largest key space grouped (keys are int64); beyond it records are updated one by one
 KEY_SPACE_LIMIT = 2.0**62
-
-
-@per_record
-def _add_terms(
-    w, cell, row, d, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n
-):
-    """Log change of the collapsed target when ``d`` (±1) records join (cell, row) of family
-    ``w`` (``row < 0``: the row total does not change); tables not modified."""
-    kw = kind[w]
-    na = cell_n[cell]
-    nb = na + d
-    out = _cell_term(kw, coef[w], r[w], y[cell], logt[cell], acell[cell], nb)
-    out -= _cell_term(kw, coef[w], r[w], y[cell], logt[cell], acell[cell], na)
-    out += lg_cell[w, nb] - lg_cell[w, na]
-    if row >= 0:
-        ma = row_n[row]
-        mb = ma + d
-        out += _row_term(kw, r[w], arow[row], mb) - _row_term(kw, r[w], arow[row], ma)
-        out -= lg_row[w, mb] - lg_row[w, ma]
-    return out
 
 
 @per_record
@@ -84,7 +64,22 @@ def _weight(
     """``W_k`` of the module notes for a record of ``v``'s row ``base`` (first cell), children's
     rows without ``v`` ``cw0`` and children's states ``xw``, the record out of the tables."""
     t = _add_terms(
-        v, base + k, -1, 1, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n
+        v,
+        base + k,
+        -1,
+        1,
+        True,
+        kind,
+        coef,
+        r,
+        y,
+        logt,
+        acell,
+        arow,
+        lg_cell,
+        lg_row,
+        cell_n,
+        row_n,
     )
     for i in range(n_ch[v]):
         w = ch[v, i]
@@ -94,6 +89,7 @@ def _weight(
             cell_off[w] + cw * card[w] + xw[i],
             row_off[w] + cw,
             1,
+            True,
             kind,
             coef,
             r,
