@@ -57,6 +57,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--moves", default="default", help="comma list of '+'-joined moves ('default': the default)"
     )
+    parser.add_argument(
+        "--row-moves",
+        type=int,
+        default=None,
+        help="row-block / subtree proposals per non-empty row (default: the sampler's default)",
+    )
     parser.add_argument("--nuts", action="store_true", help="also NUTS on the non-private model")
     parser.add_argument("--cold", action="store_true", help="compile into a fresh numba cache")
     parser.add_argument(
@@ -99,11 +105,14 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for spec in args.moves.split(","):
         t0, c0 = time.perf_counter(), time.process_time()
+        options = {} if args.row_moves is None else {"row_moves": args.row_moves}
         if spec == "default":
-            da = DataAugmentation.from_network(bn)
+            da = DataAugmentation.from_network(bn, **options)
             spec = "+".join(da.moves) + " (default)"
         else:
-            da = DataAugmentation.from_network(bn, moves=tuple(spec.split("+")))
+            da = DataAugmentation.from_network(bn, moves=tuple(spec.split("+")), **options)
+        if args.row_moves is not None:
+            spec += f", row_moves={args.row_moves}"
         idata = da.sample(
             draws=args.draws, tune=args.tune, chains=args.chains, random_seed=args.seed
         )

@@ -196,6 +196,7 @@ CASES = [
     ("gaussian", ("gibbs", "gibbs", "gibbs", "subtree")),  # the default: a move run 3 times
     ("laplace", ("subtree",)),
     ("dirichlet", ("subtree",)),
+    ("dirichlet", ("gibbs", "subtree")),  # the default for Dirichlet releases
 ]
 
 
@@ -340,8 +341,8 @@ def test_chains_in_threads_give_the_draws_of_chains_in_turn(moves):
 
 
 def test_default_moves_follow_the_releases():
-    """Additive noise: three Gibbs sweeps + subtree moves; Dirichlet releases: Gibbs + row-block
-    moves; an unknown N: record moves (with birth/death moves)."""
+    """Additive noise: three Gibbs sweeps + subtree moves; Dirichlet releases: one Gibbs sweep +
+    subtree moves; an unknown N: record moves (with birth/death moves)."""
     assert DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N).moves == (
         "gibbs",
         "gibbs",
@@ -350,7 +351,7 @@ def test_default_moves_follow_the_releases():
     )
     assert DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), N).moves == (
         "gibbs",
-        "row_block",
+        "subtree",
     )
     unknown = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), None, n_prior=np.ones(9))
     assert unknown.moves == ("record",)
