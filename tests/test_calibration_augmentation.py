@@ -56,7 +56,7 @@ def test_short_augmentation_run_records_resumes_and_reports(tmp_path):
             assert r["sampler"] == "data_augmentation"
             assert r["min_ess"] > 0 and np.isfinite(r["max_rhat"])
             assert r["moves"] == (  # the sampler's defaults
-                "gibbs,row_block" if r["noise"] == "dirichlet" else "gibbs,gibbs,gibbs,subtree"
+                "gibbs,subtree" if r["noise"] == "dirichlet" else "gibbs,gibbs,gibbs,subtree"
             )
             assert all(0.0 <= a <= 1.0 for a in r["accept"].values())
     assert study.main([*args, "--resume"]) == results
