@@ -40,8 +40,9 @@ Moves
     (:mod:`pymc_rdp.distributions.augmentation_moves`): small rows, whose counts the release
     leaves most uncertain, move as often as large ones. Block sizes adapt during tuning.
 ``"gibbs"``
-    Collapsed heat-bath updates (three sweeps per iteration by default): every record's state
-    at every node drawn from its full conditional over the node's Markov blanket
+    Collapsed heat-bath updates (by default three sweeps per iteration, one for Dirichlet
+    releases): every record's state at every node drawn from its full conditional over the
+    node's Markov blanket
     (:mod:`pymc_rdp.distributions.augmentation_gibbs`; records that share a Markov-blanket
     configuration share their conditional weights).
     A record moves to the states its other attributes fit, which random block moves rarely find.
