@@ -55,9 +55,8 @@ def test_short_augmentation_run_records_resumes_and_reports(tmp_path):
             assert r["chains"] == 2 and r["draws"] == 12
             assert r["sampler"] == "data_augmentation"
             assert r["min_ess"] > 0 and np.isfinite(r["max_rhat"])
-            assert r["moves"] == (  # the sampler's defaults
-                "gibbs,subtree" if r["noise"] == "dirichlet" else "gibbs,gibbs,gibbs,subtree"
-            )
+            defaults = {"dirichlet": "gibbs,subtree,child_row"}  # the sampler's defaults
+            assert r["moves"] == defaults.get(r["noise"], "gibbs,gibbs,gibbs,subtree")
             assert all(0.0 <= a <= 1.0 for a in r["accept"].values())
     assert study.main([*args, "--resume"]) == results
     assert len(out.read_text().splitlines()) == 4

@@ -4,8 +4,9 @@ and defaulted.
 :class:`~pymc_rdp.distributions.data_augmentation.DataAugmentation` takes categorical states per
 node, a schedule of moves (:data:`MOVES`, each listed as often as it runs per iteration; by
 default three heat-bath sweeps then subtree moves, ``("gibbs", "gibbs", "gibbs", "subtree")``,
-for a known ``N``, ``("record",)`` for an unknown one, as the collapsed moves need a fixed
-``N``), and the
+for a known ``N`` (one sweep, subtree and child-row moves when every release is a
+Dirichlet-mechanism release), ``("record",)`` for an unknown one, as the collapsed moves need a
+fixed ``N``), and the
 block sizes, the proposals per iteration and the birth/death proposals either as one integer,
 as a dict per node or not at all; this module resolves those to one integer >= 1 per node (or
 per chain):
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 #: the moves of an iteration, in the order they run
-MOVES = ("record", "site", "block", "row_block", "gibbs", "subtree")
+MOVES = ("record", "site", "block", "row_block", "gibbs", "subtree", "child_row")
 _DEFAULT_MOVES = ("gibbs", "gibbs", "gibbs", "subtree")
 
 

@@ -40,6 +40,26 @@ The acceptance probability is
 
 a Metropolis–Hastings kernel (Hastings 1970); the target ratio is computed in full (score and
 ``η``) rather than relying on the cancellation, so the kernel is exact whatever ``q`` is.
+
+Child-row moves
+---------------
+A subtree move of ``p`` picks its records from one cell of ``p``'s own table. A child-row move
+picks them from one row of a child ``w``'s table instead: for an edge ``p → w`` and a
+configuration ``u`` of ``w``'s other parents, the ``K_p`` rows of ``w`` with those parents and
+``p = 0, …, K_p − 1`` play the part of a row's cells. The source row ``k₁`` is drawn uniformly
+among the non-empty ones, ``k₂`` among the other states, ``m`` uniformly in ``1..min(M, n₁)``
+(``n₁`` the records in ``w``'s row ``(u, k₁)``) and an ordered ``m``-tuple of those records;
+their ``p`` becomes ``k₂`` and their descendants of ``p`` are redrawn as above. Such a move
+shifts records between ``w``'s rows (and between the cells of ``p``'s table that those records
+occupy, across ``p``'s own rows) in one step, where subtree moves of ``p`` would need one
+coordinated step in each of ``p``'s rows.
+
+The reverse move picks the same records from row ``(u, k₂)``, which they have all joined if no
+other parent of ``w`` is a descendant of ``p`` (those are redrawn, and a record would leave
+``u``); only such edges are used. The selection's Hastings ratio is then that of a row-block
+move with rows for cells, and the rest is the subtree move's. Edges where ``w``'s other parents
+are exactly ``p``'s parents are skipped: their rows of ``w`` are the cells of ``p``'s table,
+and the move would be ``p``'s subtree move.
 """
 
 # ruff: noqa: NPY002
@@ -58,7 +78,7 @@ from pymc_rdp.distributions._augmentation_kernels import (
 )
 from pymc_rdp.distributions.augmentation_moves import _buckets, _relocate, row_proposal
 
-__all__ = ["descendants", "subtree_sweep"]
+__all__ = ["child_row_edges", "child_row_sweep", "descendants", "subtree_sweep"]
 
 
 def descendants(children: dict[int, list[int]], n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -123,6 +143,90 @@ def _replay(
     return lq
 
 
+@per_record
+def _redraw_accept(
+    x, sel, m, k2, dset, n_d, alpha, wts, old, log_ratio,
+    card, n_par, par, stride, cell_off, row_off,
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n,
+):  # fmt: skip
+    """The Metropolis–Hastings step of a subtree move (module notes) once its records
+    ``sel[:m]`` are chosen: set ``dset[0]`` to ``k2`` for them, redraw their values at the
+    descendants ``dset[1:n_d]`` from the sequential predictive, and accept or restore.
+    ``log_ratio`` enters holding the selection's log Hastings ratio. Returns True if accepted."""
+    for t in range(m):
+        for i in range(n_d):
+            old[t, i] = x[sel[t], dset[i]]
+    # q(reverse): replay the old values from the tables without S
+    _take_out(x, sel, m, dset, n_d, card, n_par, par, stride, cell_off, row_off, cell_n, row_n)
+    log_ratio += _replay(
+        x, sel, m, dset, n_d, alpha, card, n_par, par, stride, cell_off, row_off, cell_n, row_n
+    )
+    # π(x') / π(x): take S out again (scored), then place the new values (scored)
+    for t in range(m):
+        j = sel[t]
+        for i in range(n_d):
+            w = dset[i]
+            cell, row = _place(x, j, w, card, n_par, par, stride, cell_off, row_off)
+            log_ratio += _shift(
+                w, cell, row, -1, True, cell_n, row_n,
+                kind, coef, r, y, logt, acell, arow, lg_cell, lg_row,
+            )  # fmt: skip
+    v = dset[0]
+    for t in range(m):
+        j = sel[t]
+        x[j, v] = k2
+        for i in range(n_d):
+            w = dset[i]
+            if i > 0:  # draw from the sequential predictive; -log q(forward)
+                cw = _config(x, j, w, n_par, par, stride)
+                base = cell_off[w] + cw * card[w]
+                total = 0.0
+                for k in range(card[w]):
+                    wts[k] = cell_n[base + k] + alpha[w]
+                    total += wts[k]
+                u = np.random.random() * total
+                kw = card[w] - 1
+                acc = 0.0
+                for k in range(card[w] - 1):
+                    acc += wts[k]
+                    if u < acc:
+                        kw = k
+                        break
+                x[j, w] = kw
+                log_ratio -= math.log(wts[kw]) - math.log(total)
+            cell, row = _place(x, j, w, card, n_par, par, stride, cell_off, row_off)
+            log_ratio += _shift(
+                w, cell, row, 1, True, cell_n, row_n,
+                kind, coef, r, y, logt, acell, arow, lg_cell, lg_row,
+            )  # fmt: skip
+    if math.log(1.0 - np.random.random()) < log_ratio:
+        return True
+    _take_out(x, sel, m, dset, n_d, card, n_par, par, stride, cell_off, row_off, cell_n, row_n)
+    for t in range(m):
+        for i in range(n_d):
+            x[sel[t], dset[i]] = old[t, i]
+    for t in range(m):
+        for i in range(n_d):
+            cell, row = _place(x, sel[t], dset[i], card, n_par, par, stride, cell_off, row_off)
+            cell_n[cell] += 1
+            row_n[row] += 1
+    return False
+
+
+@njit(cache=True, nogil=True)
+def _subtree_set(v, desc, n_desc, card):
+    """``v`` and its descendants (``dset``, ``n_d``) and their largest number of states."""
+    n_d = 1 + n_desc[v]
+    dset = np.empty(n_d, dtype=np.int64)
+    dset[0] = v
+    for i in range(n_desc[v]):
+        dset[1 + i] = desc[v, i]
+    kmax = 1
+    for i in range(n_d):
+        kmax = max(kmax, card[dset[i]])
+    return dset, n_d, kmax
+
+
 @njit(cache=True, nogil=True)
 def subtree_sweep(v, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell_n, row_n):
     """Collapsed row-block moves of node ``v`` with its descendants redrawn (module notes),
@@ -135,14 +239,7 @@ def subtree_sweep(v, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell_n, r
         return 0, 0
     order, pos, start, size = _buckets(v, x, card, n_par, par, stride, cell_off, cell_n)
     n_cfg = (cell_off[v + 1] - cell_off[v]) // kv
-    n_d = 1 + n_desc[v]
-    dset = np.empty(n_d, dtype=np.int64)
-    dset[0] = v
-    for i in range(n_desc[v]):
-        dset[1 + i] = desc[v, i]
-    kmax = 1
-    for i in range(n_d):
-        kmax = max(kmax, card[dset[i]])
+    dset, n_d, kmax = _subtree_set(v, desc, n_desc, card)
     wts = np.empty(kmax)
     sel = np.empty(max_m, dtype=np.int64)
     old = np.empty((max_m, n_d), dtype=np.int64)
@@ -160,115 +257,117 @@ def subtree_sweep(v, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell_n, r
             proposed += 1
             l1, l2, m, after, log_ratio = row_proposal(size, first, kv, nonempty, max_m)
             n1 = size[l1]
-            k2 = l2 - first
             s0 = start[l1]
             for t in range(m):  # an ordered uniform m-tuple of the cell's records
                 _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n1 - t))
                 sel[t] = order[s0 + t]
-                for i in range(n_d):
-                    old[t, i] = x[sel[t], dset[i]]
-            # q(reverse): replay the old values from the tables without S
-            _take_out(
-                x, sel, m, dset, n_d, card, n_par, par, stride, cell_off, row_off, cell_n, row_n
-            )
-            log_ratio += _replay(
-                x,
-                sel,
-                m,
-                dset,
-                n_d,
-                alpha,
-                card,
-                n_par,
-                par,
-                stride,
-                cell_off,
-                row_off,
-                cell_n,
-                row_n,
-            )
-            # π(x') / π(x): take S out again (scored), then place the new values (scored)
-            for t in range(m):
-                j = sel[t]
-                for i in range(n_d):
-                    w = dset[i]
-                    cell, row = _place(x, j, w, card, n_par, par, stride, cell_off, row_off)
-                    log_ratio += _shift(
-                        w,
-                        cell,
-                        row,
-                        -1,
-                        True,
-                        cell_n,
-                        row_n,
-                        kind,
-                        coef,
-                        r,
-                        y,
-                        logt,
-                        acell,
-                        arow,
-                        lg_cell,
-                        lg_row,
-                    )
-            for t in range(m):
-                j = sel[t]
-                x[j, v] = k2
-                for i in range(n_d):
-                    w = dset[i]
-                    if i > 0:  # draw from the sequential predictive; -log q(forward)
-                        cw = _config(x, j, w, n_par, par, stride)
-                        base = cell_off[w] + cw * card[w]
-                        total = 0.0
-                        for k in range(card[w]):
-                            wts[k] = cell_n[base + k] + alpha[w]
-                            total += wts[k]
-                        u = np.random.random() * total
-                        kw = card[w] - 1
-                        acc = 0.0
-                        for k in range(card[w] - 1):
-                            acc += wts[k]
-                            if u < acc:
-                                kw = k
-                                break
-                        x[j, w] = kw
-                        log_ratio -= math.log(wts[kw]) - math.log(total)
-                    cell, row = _place(x, j, w, card, n_par, par, stride, cell_off, row_off)
-                    log_ratio += _shift(
-                        w,
-                        cell,
-                        row,
-                        1,
-                        True,
-                        cell_n,
-                        row_n,
-                        kind,
-                        coef,
-                        r,
-                        y,
-                        logt,
-                        acell,
-                        arow,
-                        lg_cell,
-                        lg_row,
-                    )
-            if math.log(1.0 - np.random.random()) < log_ratio:
+            if _redraw_accept(
+                x, sel, m, l2 - first, dset, n_d, alpha, wts, old, log_ratio,
+                card, n_par, par, stride, cell_off, row_off,
+                kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n,
+            ):  # fmt: skip
                 accepted += 1
                 nonempty = after
                 for t in range(m):
                     _relocate(order, pos, start, size, pos[sel[t]], l1, l2)
-            else:
-                _take_out(
-                    x, sel, m, dset, n_d, card, n_par, par, stride, cell_off, row_off, cell_n, row_n
-                )
+    return accepted, proposed
+
+
+def child_row_edges(
+    parents: dict[int, list[int]], desc: np.ndarray, n_desc: np.ndarray
+) -> list[tuple[int, int]]:
+    """The edges ``(p, w)`` a child-row move uses: ``p`` a parent of ``w`` none of whose
+    descendants is another parent of ``w`` (module notes), and whose other parents are not
+    exactly ``p``'s (then the move would be ``p``'s subtree move), in node order."""
+    out = []
+    for w in sorted(parents):
+        for p in parents[w]:
+            below = set(desc[p, : n_desc[p]].tolist())
+            others = {q for q in parents[w] if q != p}
+            # the same selection as p's own subtree moves when the others are p's parents
+            if others != set(parents.get(p, ())) and not others & below:
+                out.append((p, w))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _child_buckets(p, w, x, card, n_par, par, stride, cell_off, row_off, row_n):
+    """Records sorted by their row of family ``w`` re-indexed ``u K_p + x_p`` (``u`` the
+    configuration of ``w``'s other parents): ``order``, ``pos``, ``start``, ``size`` per
+    local row, as :func:`~pymc_rdp.distributions.augmentation_moves._buckets`."""
+    sp = 1
+    for i in range(n_par[w]):
+        if par[w, i] == p:
+            sp = stride[w, i]
+    kp = card[p]
+    n_cfg = (cell_off[w + 1] - cell_off[w]) // card[w]
+    size = np.empty(n_cfg, dtype=np.int64)
+    for c in range(n_cfg):
+        size[((c // (sp * kp)) * sp + c % sp) * kp + (c // sp) % kp] = row_n[row_off[w] + c]
+    start = np.empty(n_cfg + 1, dtype=np.int64)
+    acc = 0
+    for l in range(n_cfg):
+        start[l] = acc
+        acc += size[l]
+    start[n_cfg] = acc
+    fill = start[:n_cfg].copy()
+    n = x.shape[0]
+    order = np.empty(n, dtype=np.int64)
+    pos = np.empty(n, dtype=np.int64)
+    for j in range(n):
+        c = _config(x, j, w, n_par, par, stride)
+        l = ((c // (sp * kp)) * sp + c % sp) * kp + (c // sp) % kp
+        order[fill[l]] = j
+        pos[j] = fill[l]
+        fill[l] += 1
+    return order, pos, start, size
+
+
+@njit(cache=True, nogil=True)
+def child_row_sweep(p, w, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell_n, row_n):
+    """Subtree moves of parent ``p`` whose records are chosen from one row of its child
+    ``w`` (module notes): for every configuration of ``w``'s other parents, ``per_row``
+    proposals that move ``m`` records from ``w``'s row with ``p = k₁`` to its row with
+    ``p = k₂``, redrawing their descendants of ``p``. Returns (accepted, proposed)."""
+    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
+    n = x.shape[0]
+    kp = card[p]
+    if kp < 2 or n == 0 or per_row < 1:
+        return 0, 0
+    order, pos, start, size = _child_buckets(
+        p, w, x, card, n_par, par, stride, cell_off, row_off, row_n
+    )
+    n_super = ((cell_off[w + 1] - cell_off[w]) // card[w]) // kp
+    dset, n_d, kmax = _subtree_set(p, desc, n_desc, card)
+    wts = np.empty(kmax)
+    sel = np.empty(max_m, dtype=np.int64)
+    old = np.empty((max_m, n_d), dtype=np.int64)
+    accepted = 0
+    proposed = 0
+    for u in range(n_super):
+        first = u * kp
+        nonempty = 0
+        for k in range(kp):
+            if size[first + k] > 0:
+                nonempty += 1
+        if nonempty == 0:
+            continue
+        for _ in range(per_row):
+            proposed += 1
+            l1, l2, m, after, log_ratio = row_proposal(size, first, kp, nonempty, max_m)
+            n1 = size[l1]
+            s0 = start[l1]
+            for t in range(m):  # an ordered uniform m-tuple of the row's records
+                _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n1 - t))
+                sel[t] = order[s0 + t]
+            if _redraw_accept(
+                x, sel, m, l2 - first, dset, n_d, alpha, wts, old, log_ratio,
+                card, n_par, par, stride, cell_off, row_off,
+                kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n,
+            ):  # fmt: skip
+                accepted += 1
+                nonempty = after
                 for t in range(m):
-                    for i in range(n_d):
-                        x[sel[t], dset[i]] = old[t, i]
-                for t in range(m):
-                    for i in range(n_d):
-                        cell, row = _place(
-                            x, sel[t], dset[i], card, n_par, par, stride, cell_off, row_off
-                        )
-                        cell_n[cell] += 1
-                        row_n[row] += 1
+                    _relocate(order, pos, start, size, pos[sel[t]], l1, l2)
     return accepted, proposed

@@ -221,6 +221,58 @@ def test_posterior_matches_enumeration(exact, mechanism, moves):
     assert max_z(idata, exact[mechanism]) < 4.5
 
 
+#: a v-structure, where the child-row moves apply: a and b move within rows of c
+V_STRUCTURE = {"a": [], "b": [], "c": ["a", "b"]}
+V_STATES = {"a": [0, 1], "b": [0, 1, 2], "c": [0, 1]}
+
+
+def _v_releases(mechanism: str):
+    if mechanism == "gaussian":
+        g = GaussianMechanism(1.2, math.sqrt(2))
+        return {
+            "a": (np.array([3.6, 0.7]), g),
+            "b": (np.array([1.4, 2.9, -0.2]), g),
+            "c": (_gaussian_releases()["c"][0], g),
+        }
+    mech = DirichletMechanism(0.6, 1.5, math.sqrt(2), 1.0)
+    return {
+        "a": (np.array([[0.8, 0.2]]), mech),
+        "b": (np.array([[0.1, 0.6, 0.3]]), mech),
+        "c": (
+            np.array([[0.5, 0.5], [0.7, 0.3], [0.9, 0.1], [0.4, 0.6], [0.2, 0.8], [0.5, 0.5]]),
+            mech,
+        ),
+    }
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
+@pytest.mark.parametrize(
+    "moves",
+    [("child_row",), ("gibbs", "child_row"), ("gibbs", "subtree", "child_row")],  # the last:
+)  # the default for Dirichlet releases
+def test_child_row_moves_match_enumeration(mechanism, moves):
+    """Parents' values moved within rows of their child (both edges of the v-structure)."""
+    from pymc_rdp.distributions.augmentation_subtree import child_row_edges, descendants
+
+    desc, n_desc = descendants({0: [2], 1: [2]}, 3)
+    assert child_row_edges({0: [], 1: [], 2: [0, 1]}, desc, n_desc) == [(0, 2), (1, 2)]
+    releases = _v_releases(mechanism)
+    da = DataAugmentation(V_STRUCTURE, V_STATES, releases, N, moves=moves, row_moves=2)
+    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=17)
+    assert float(idata["sample_stats"]["accept_child_row"].mean()) > 0.05
+    assert max_z(idata, exact_moments(V_STRUCTURE, V_STATES, releases, N)) < 4.5
+
+
+def test_child_row_edges_skip_what_subtree_moves_cover():
+    """No edge whose other parents are the parent's own (the subtree move's selection) or
+    hold one of its descendants (the moved records would leave the row)."""
+    from pymc_rdp.distributions.augmentation_subtree import child_row_edges, descendants
+
+    parents = {0: [], 1: [0], 2: [0, 1]}  # the test network a -> b, (a, b) -> c
+    desc, n_desc = descendants({0: [1, 2], 1: [2]}, 3)
+    assert child_row_edges(parents, desc, n_desc) == []
+
+
 @pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
 def test_record_by_record_heat_bath_matches_enumeration(exact, mechanism):
     """The heat-bath sweep with no grouping (every Markov-blanket key space over the limit)."""
@@ -302,7 +354,7 @@ def test_moves_keep_the_tables_consistent_with_the_records():
     assert all(x[:, i].max() < da.cards[v] for i, v in enumerate(da.nodes))
 
 
-MOVES_ALL = ("record", "site", "block", "row_block", "gibbs", "subtree")
+MOVES_ALL = ("record", "site", "block", "row_block", "gibbs", "subtree", "child_row")
 
 
 def test_result_layout_matches_bayesian_network_names():
@@ -341,8 +393,8 @@ def test_chains_in_threads_give_the_draws_of_chains_in_turn(moves):
 
 
 def test_default_moves_follow_the_releases():
-    """Additive noise: three Gibbs sweeps + subtree moves; Dirichlet releases: one Gibbs sweep +
-    subtree moves; an unknown N: record moves (with birth/death moves)."""
+    """Additive noise: three Gibbs sweeps + subtree moves; Dirichlet releases: one Gibbs sweep,
+    subtree moves and child-row moves; an unknown N: record moves (with birth/death moves)."""
     assert DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N).moves == (
         "gibbs",
         "gibbs",
@@ -352,6 +404,7 @@ def test_default_moves_follow_the_releases():
     assert DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), N).moves == (
         "gibbs",
         "subtree",
+        "child_row",
     )
     unknown = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), None, n_prior=np.ones(9))
     assert unknown.moves == ("record",)
