@@ -228,31 +228,28 @@ def _subtree_set(v, desc, n_desc, card):
 
 
 @njit(cache=True, nogil=True)
-def subtree_sweep(v, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell_n, row_n):
-    """Collapsed row-block moves of node ``v`` with its descendants redrawn (module notes),
-    ``per_row`` proposals in every non-empty row. Returns (accepted, proposed)."""
+def _scan_rows(
+    order, pos, start, size, n_rows, kv, per_row, max_m, dset, n_d, kmax, alpha,
+    x, net, obs, cell_n, row_n,
+):  # fmt: skip
+    """``per_row`` subtree proposals in every non-empty row of buckets ``kv`` cells wide (the
+    records of bucket ``l`` at ``order[start[l]:start[l] + size[l]]``), moving ``dset[0]``
+    to the state of the target cell. Returns (accepted, proposed)."""
     card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
-    n = x.shape[0]
-    kv = card[v]
-    if kv < 2 or n == 0 or per_row < 1:
-        return 0, 0
-    order, pos, start, size = _buckets(v, x, card, n_par, par, stride, cell_off, cell_n)
-    n_cfg = (cell_off[v + 1] - cell_off[v]) // kv
-    dset, n_d, kmax = _subtree_set(v, desc, n_desc, card)
     wts = np.empty(kmax)
     sel = np.empty(max_m, dtype=np.int64)
     old = np.empty((max_m, n_d), dtype=np.int64)
     accepted = 0
     proposed = 0
-    for c in range(n_cfg):
-        if row_n[row_off[v] + c] == 0:
-            continue
+    for c in range(n_rows):
         first = c * kv
         nonempty = 0
         for k in range(kv):
             if size[first + k] > 0:
                 nonempty += 1
+        if nonempty == 0:
+            continue
         for _ in range(per_row):
             proposed += 1
             l1, l2, m, after, log_ratio = row_proposal(size, first, kv, nonempty, max_m)
@@ -271,6 +268,22 @@ def subtree_sweep(v, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell_n, r
                 for t in range(m):
                     _relocate(order, pos, start, size, pos[sel[t]], l1, l2)
     return accepted, proposed
+
+
+@njit(cache=True, nogil=True)
+def subtree_sweep(v, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell_n, row_n):
+    """Collapsed row-block moves of node ``v`` with its descendants redrawn (module notes),
+    ``per_row`` proposals in every non-empty row. Returns (accepted, proposed)."""
+    card, n_par, par, stride, cell_off, _row_off, _n_ch, _ch = net
+    kv = card[v]
+    if kv < 2 or x.shape[0] == 0 or per_row < 1:
+        return 0, 0
+    dset, n_d, kmax = _subtree_set(v, desc, n_desc, card)
+    return _scan_rows(
+        *_buckets(v, x, card, n_par, par, stride, cell_off, cell_n),
+        (cell_off[v + 1] - cell_off[v]) // kv, kv, per_row, max_m, dset, n_d, kmax, alpha,
+        x, net, obs, cell_n, row_n,
+    )  # fmt: skip
 
 
 def child_row_edges(
@@ -330,7 +343,6 @@ def child_row_sweep(p, w, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell
     proposals that move ``m`` records from ``w``'s row with ``p = k₁`` to its row with
     ``p = k₂``, redrawing their descendants of ``p``. Returns (accepted, proposed)."""
     card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
     n = x.shape[0]
     kp = card[p]
     if kp < 2 or n == 0 or per_row < 1:
@@ -340,34 +352,7 @@ def child_row_sweep(p, w, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell
     )
     n_super = ((cell_off[w + 1] - cell_off[w]) // card[w]) // kp
     dset, n_d, kmax = _subtree_set(p, desc, n_desc, card)
-    wts = np.empty(kmax)
-    sel = np.empty(max_m, dtype=np.int64)
-    old = np.empty((max_m, n_d), dtype=np.int64)
-    accepted = 0
-    proposed = 0
-    for u in range(n_super):
-        first = u * kp
-        nonempty = 0
-        for k in range(kp):
-            if size[first + k] > 0:
-                nonempty += 1
-        if nonempty == 0:
-            continue
-        for _ in range(per_row):
-            proposed += 1
-            l1, l2, m, after, log_ratio = row_proposal(size, first, kp, nonempty, max_m)
-            n1 = size[l1]
-            s0 = start[l1]
-            for t in range(m):  # an ordered uniform m-tuple of the row's records
-                _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n1 - t))
-                sel[t] = order[s0 + t]
-            if _redraw_accept(
-                x, sel, m, l2 - first, dset, n_d, alpha, wts, old, log_ratio,
-                card, n_par, par, stride, cell_off, row_off,
-                kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n,
-            ):  # fmt: skip
-                accepted += 1
-                nonempty = after
-                for t in range(m):
-                    _relocate(order, pos, start, size, pos[sel[t]], l1, l2)
-    return accepted, proposed
+    return _scan_rows(
+        order, pos, start, size, n_super, kp, per_row, max_m, dset, n_d, kmax, alpha,
+        x, net, obs, cell_n, row_n,
+    )  # fmt: skip

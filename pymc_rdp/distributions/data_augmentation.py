@@ -530,6 +530,24 @@ class DataAugmentation(AugmentationStep):
             for p, w in edges
         ]
         edge_size = [float(sizes[p]) for p, _ in edges]
+        edge_cap = [size_cap[p] for p, _ in edges]
+        trees = [(i,) for i in nodes]
+
+        def descend(sweep, units, per, size, cap):
+            """One sweep of subtree-type moves over ``units`` (nodes or edges); block sizes
+            adapt during tuning. Returns the acceptance rate."""
+            acc = prop = 0
+            for e, unit in enumerate(units):
+                a, p = sweep(
+                    *unit, per[e], round(size[e]), self._alpha, desc, n_desc,
+                    x, net, obs, cell_n, row_n,
+                )  # fmt: skip
+                acc += a
+                prop += p
+                if adapt and it < tune and p:
+                    size[e] = _adapted(size[e], a / p, it, cap[e])
+            return acc / max(1, prop)
+
         for it in range(tune + draws):
             rates, sums, runs = {}, {}, {}
             for move in self.moves:
@@ -545,48 +563,9 @@ class DataAugmentation(AugmentationStep):
                     a, p = kg.gibbs_sweep(x, net, obs, cell_n, row_n, key_limit)
                     rates[move] = a / max(1, p)
                 elif move == "subtree":
-                    acc = prop = 0
-                    for i in nodes:
-                        a, p = kt.subtree_sweep(
-                            i,
-                            per_tree[i],
-                            round(tree_size[i]),
-                            self._alpha,
-                            desc,
-                            n_desc,
-                            x,
-                            net,
-                            obs,
-                            cell_n,
-                            row_n,
-                        )
-                        acc += a
-                        prop += p
-                        if adapt and it < tune and p:
-                            tree_size[i] = _adapted(tree_size[i], a / p, it, size_cap[i])
-                    rates[move] = acc / max(1, prop)
+                    rates[move] = descend(kt.subtree_sweep, trees, per_tree, tree_size, size_cap)
                 elif move == "child_row":
-                    acc = prop = 0
-                    for e, (i, w) in enumerate(edges):
-                        a, p = kt.child_row_sweep(
-                            i,
-                            w,
-                            per_edge[e],
-                            round(edge_size[e]),
-                            self._alpha,
-                            desc,
-                            n_desc,
-                            x,
-                            net,
-                            obs,
-                            cell_n,
-                            row_n,
-                        )
-                        acc += a
-                        prop += p
-                        if adapt and it < tune and p:
-                            edge_size[e] = _adapted(edge_size[e], a / p, it, size_cap[i])
-                    rates[move] = acc / max(1, prop)
+                    rates[move] = descend(kt.child_row_sweep, edges, per_edge, edge_size, edge_cap)
                 elif move == "row_block":
                     acc = prop = 0
                     for i in nodes:
