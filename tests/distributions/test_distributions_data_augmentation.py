@@ -273,6 +273,30 @@ def test_child_row_edges_skip_what_subtree_moves_cover():
     assert child_row_edges(parents, desc, n_desc) == []
 
 
+def test_child_row_edges_of_the_adult_network():
+    """On Adult: an edge p -> w whose other parents hold a descendant of p is left out (age ->
+    occupation: education is below age), and so is one whose other parents are p's own (age ->
+    education); parents pooled over one of their own parents stay (occupation -> capital-gain
+    pools the ages)."""
+    from pymc_rdp import datasets
+    from pymc_rdp.bn.structure import parse_structure
+    from pymc_rdp.distributions.augmentation_subtree import child_row_edges, descendants
+
+    structure, _ = parse_structure(dict(datasets.ADULT_DAG))
+    order = list(structure.order)
+    parents = {order.index(w): [order.index(q) for q in structure.parents[w]] for w in order}
+    children = {i: [w for w, ps in parents.items() if i in ps] for i in parents}
+    desc, n_desc = descendants(children, len(order))
+    edges = {(order[p], order[w]) for p, w in child_row_edges(parents, desc, n_desc)}
+    assert edges == {
+        ("sex", "occupation"),
+        ("education", "occupation"),
+        ("occupation", "capital-gain"),
+        ("capital-gain", "capital-loss"),
+        ("capital-loss", "income"),
+    }
+
+
 @pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
 def test_record_by_record_heat_bath_matches_enumeration(exact, mechanism):
     """The heat-bath sweep with no grouping (every Markov-blanket key space over the limit)."""
