@@ -303,6 +303,13 @@ def child_row_edges(
     return out
 
 
+@per_record
+def _local_row(c, sp, kp):
+    """Row ``c`` of a child's table as ``u K_p + k``: ``k`` the parent's digit (stride ``sp``,
+    ``kp`` states) and ``u`` the configuration of the other parents."""
+    return ((c // (sp * kp)) * sp + c % sp) * kp + (c // sp) % kp
+
+
 @njit(cache=True, nogil=True)
 def _child_buckets(p, w, x, card, n_par, par, stride, cell_off, row_off, row_n):
     """Records sorted by their row of family ``w`` re-indexed ``u K_p + x_p`` (``u`` the
@@ -316,7 +323,7 @@ def _child_buckets(p, w, x, card, n_par, par, stride, cell_off, row_off, row_n):
     n_cfg = (cell_off[w + 1] - cell_off[w]) // card[w]
     size = np.empty(n_cfg, dtype=np.int64)
     for c in range(n_cfg):
-        size[((c // (sp * kp)) * sp + c % sp) * kp + (c // sp) % kp] = row_n[row_off[w] + c]
+        size[_local_row(c, sp, kp)] = row_n[row_off[w] + c]
     start = np.empty(n_cfg + 1, dtype=np.int64)
     acc = 0
     for l in range(n_cfg):
@@ -328,8 +335,7 @@ def _child_buckets(p, w, x, card, n_par, par, stride, cell_off, row_off, row_n):
     order = np.empty(n, dtype=np.int64)
     pos = np.empty(n, dtype=np.int64)
     for j in range(n):
-        c = _config(x, j, w, n_par, par, stride)
-        l = ((c // (sp * kp)) * sp + c % sp) * kp + (c // sp) % kp
+        l = _local_row(_config(x, j, w, n_par, par, stride), sp, kp)
         order[fill[l]] = j
         pos[j] = fill[l]
         fill[l] += 1

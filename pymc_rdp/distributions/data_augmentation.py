@@ -533,9 +533,9 @@ class DataAugmentation(AugmentationStep):
         edge_cap = [size_cap[p] for p, _ in edges]
         trees = [(i,) for i in nodes]
 
-        def descend(sweep, units, per, size, cap):
-            """One sweep of subtree-type moves over ``units`` (nodes or edges); block sizes
-            adapt during tuning. Returns the acceptance rate."""
+        def descend(sweep, units, per, size, cap, it):
+            """One sweep of subtree-type moves over ``units`` (nodes or edges) at iteration
+            ``it``; block sizes adapt during tuning. Returns the acceptance rate."""
             acc = prop = 0
             for e, unit in enumerate(units):
                 a, p = sweep(
@@ -563,9 +563,13 @@ class DataAugmentation(AugmentationStep):
                     a, p = kg.gibbs_sweep(x, net, obs, cell_n, row_n, key_limit)
                     rates[move] = a / max(1, p)
                 elif move == "subtree":
-                    rates[move] = descend(kt.subtree_sweep, trees, per_tree, tree_size, size_cap)
+                    rates[move] = descend(
+                        kt.subtree_sweep, trees, per_tree, tree_size, size_cap, it
+                    )
                 elif move == "child_row":
-                    rates[move] = descend(kt.child_row_sweep, edges, per_edge, edge_size, edge_cap)
+                    rates[move] = descend(
+                        kt.child_row_sweep, edges, per_edge, edge_size, edge_cap, it
+                    )
                 elif move == "row_block":
                     acc = prop = 0
                     for i in nodes:
