@@ -160,6 +160,13 @@ def main(argv: list[str] | None = None) -> dict:
         help="skip the (setting, replicate, method) already in --out",
     )
     p.add_argument(
+        "--skip-done-in",
+        nargs="+",
+        default=[],
+        metavar="FILE",
+        help="also skip the (setting, replicate, method) already in these JSON-lines files",
+    )
+    p.add_argument(
         "--budget-minutes",
         type=float,
         default=None,
@@ -189,9 +196,10 @@ def main(argv: list[str] | None = None) -> dict:
     warnings.filterwarnings("ignore")
     for name in ("pymc", "pymc.sampling.mcmc", "pymc.stats.convergence"):
         logging.getLogger(name).setLevel(logging.ERROR)
-    done = set()
-    if args.resume and args.out:
-        done = {(r["key"], r["rep"], r["method"]) for r in load_records([args.out])}
+    done_files = list(args.skip_done_in)
+    if args.resume and args.out and Path(args.out).exists():
+        done_files.append(args.out)
+    done = {(r["key"], r["rep"], r["method"]) for r in load_records(done_files)}
     start = time.perf_counter()
     settings = {}
     records = []

@@ -1,7 +1,7 @@
 """The calibration study's data-augmentation method (experiments/calibration_study.py).
 
 The default run fits one short replicate per release kind on asia and checks what a replicate
-records, that ``--resume`` fits nothing more and that the report is rebuilt from the file; the
+records, that ``--resume`` (and ``--skip-done-in`` another file) fits nothing more and that the report is rebuilt from the file; the
 full study (every network, release kind, ε and N, 100 replicates, coverage within ±5 points) is
 marked slow.
 """
@@ -60,6 +60,11 @@ def test_short_augmentation_run_records_resumes_and_reports(tmp_path):
             assert all(0.0 <= a <= 1.0 for a in r["accept"].values())
     assert study.main([*args, "--resume"]) == results
     assert len(out.read_text().splitlines()) == 4
+    # another file's records count as done too: a new output file gets nothing
+    other = tmp_path / "more.jsonl"
+    elsewhere = [str(other) if a == str(out) else a for a in args]
+    assert study.main([*elsewhere, "--skip-done-in", str(out)]) == {}
+    assert not other.exists()
     again = study.main(["--report", "--from-json", str(out), "--no-figures"])
     assert again == results
 
