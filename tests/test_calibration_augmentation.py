@@ -1,9 +1,9 @@
 """The calibration study's data-augmentation method (experiments/calibration_study.py).
 
 The default run fits one short replicate per release kind on asia and checks what a replicate
-records, that ``--resume`` (and ``--skip-done-in`` another file) fits nothing more and that the report is rebuilt from the file; the
-full study (every network, release kind, ε and N, 100 replicates, coverage within ±5 points) is
-marked slow.
+records, that ``--resume`` (and ``--skip-done-in`` another file) fits nothing more and that the
+report is rebuilt from the file; the full study (every network, release kind, ε and N, 100
+replicates, coverage within ±5 points) is marked slow.
 """
 
 from __future__ import annotations
