@@ -28,10 +28,13 @@ The tuples passed to every kernel:
     int64 arrays: states per node; number of parents, parents (padded) and their strides in the
     configuration index (first parent slowest); offsets of each family's cells and rows; number
     of children and children (padded).
-``obs = (kind, coef, r, y, logt, acell, arow, lg_cell, lg_row)``
+``obs = (kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row)``
     ``kind[v]``: 0 no release, 1 Gaussian (``coef = 1/(2σ²)``), 2 Laplace (``coef = 1/b``),
     3 Dirichlet (``r[v]``, ``logt`` = log θ̃ per cell, ``acell`` = α per cell, ``arow`` = Σα
-    per row); ``y`` the released values per cell; the BD tables.
+    per row), 4 Dirichlet with one α over the table, whose terms ``log Γ(r n + α)`` and
+    ``log Γ(r n + K α)`` are read from ``lgd_cell[v, n]`` and ``lgd_row[v, n]``
+    (``n = 0..N``; shape ``(nodes, 1)`` when no node has kind 4); ``y`` the released values per
+    cell; the BD tables.
 
 Random numbers come from numba's own generator, seeded by :func:`seed` (in nopython mode
 numba offers the legacy ``np.random`` functions, hence the NPY002 exemption).
@@ -55,6 +58,10 @@ KIND_NONE = 0
 KIND_GAUSSIAN = 1
 KIND_LAPLACE = 2
 KIND_DIRICHLET = 3
+#: a Dirichlet-mechanism release with one α over its table: the same density, its log Γ terms
+#: read from the tables ``lgd_cell``/``lgd_row`` (a heat-bath sweep called ``math.lgamma`` about
+#: a million times per sweep on Adult)
+KIND_DIRICHLET_TABLED = 4
 
 
 @njit(cache=True, nogil=True)
@@ -75,6 +82,8 @@ def _cell_term(kv, coef_v, r_v, y_c, logt_c, acell_c, n):
     if kv == 3:
         rn = r_v * n
         return rn * logt_c - math.lgamma(rn + acell_c)
+    if kv == 4:  # its log Γ terms are tabulated (:func:`_add_terms`)
+        return r_v * n * logt_c
     return 0.0
 
 
@@ -87,7 +96,24 @@ def _row_term(kv, r_v, arow_r, n):
 
 @per_record
 def _add_terms(
-    v, cell, row, d, bd, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n
+    v,
+    cell,
+    row,
+    d,
+    bd,
+    kind,
+    coef,
+    r,
+    y,
+    logt,
+    acell,
+    arow,
+    lg_cell,
+    lg_row,
+    lgd_cell,
+    lgd_row,
+    cell_n,
+    row_n,
 ):
     """Log change of the target when ``d`` (±1) records join (cell, row) of family ``v`` (row
     unchanged if ``row < 0``; ``bd``: with the Bayesian-Dirichlet terms); tables not modified."""
@@ -99,23 +125,61 @@ def _add_terms(
     )
     if bd:
         delta += lg_cell[v, nb] - lg_cell[v, na]
+    if kv == 4:
+        delta -= lgd_cell[v, nb] - lgd_cell[v, na]
     if row >= 0:
         ma = row_n[row]
         mb = ma + d
         delta += _row_term(kv, r[v], arow[row], mb) - _row_term(kv, r[v], arow[row], ma)
         if bd:
             delta -= lg_row[v, mb] - lg_row[v, ma]
+        if kv == 4:
+            delta += lgd_row[v, mb] - lgd_row[v, ma]
     return delta
 
 
 @per_record
 def _shift(
-    v, cell, row, d, bd, cell_n, row_n, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row
+    v,
+    cell,
+    row,
+    d,
+    bd,
+    cell_n,
+    row_n,
+    kind,
+    coef,
+    r,
+    y,
+    logt,
+    acell,
+    arow,
+    lg_cell,
+    lg_row,
+    lgd_cell,
+    lgd_row,
 ):
     """Add ``d`` (±1) records to one cell of family ``v`` (row unchanged if ``row < 0``);
     returns the log change of the target (:func:`_add_terms`)."""
     delta = _add_terms(
-        v, cell, row, d, bd, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n
+        v,
+        cell,
+        row,
+        d,
+        bd,
+        kind,
+        coef,
+        r,
+        y,
+        logt,
+        acell,
+        arow,
+        lg_cell,
+        lg_row,
+        lgd_cell,
+        lgd_row,
+        cell_n,
+        row_n,
     )
     cell_n[cell] += d
     if row >= 0:
@@ -142,6 +206,8 @@ def _move(
     arow,
     lg_cell,
     lg_row,
+    lgd_cell,
+    lgd_row,
 ):
     """Move one record of family ``v`` from (row_a, cell_a) to (row_b, cell_b); the log ratio."""
     if cell_a == cell_b:
@@ -164,6 +230,8 @@ def _move(
         arow,
         lg_cell,
         lg_row,
+        lgd_cell,
+        lgd_row,
     )
     delta += _shift(
         v,
@@ -182,6 +250,8 @@ def _move(
         arow,
         lg_cell,
         lg_row,
+        lgd_cell,
+        lgd_row,
     )
     return delta
 
@@ -248,7 +318,7 @@ def tabulate(x, net, cell_n, row_n):
 def log_target(cell_n, row_n, bd, net, obs):
     """The whole log target (up to a constant): Σ cell terms + Σ row terms (tests only)."""
     card, _n_par, _par, _stride, cell_off, row_off, _n_ch, _ch = net
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     total = 0.0
     for v in range(card.shape[0]):
         n_cfg = (cell_off[v + 1] - cell_off[v]) // card[v]
@@ -257,12 +327,16 @@ def log_target(cell_n, row_n, bd, net, obs):
             total += _row_term(kind[v], r[v], arow[row], row_n[row])
             if bd:
                 total -= lg_row[v, row_n[row]]
+            if kind[v] == 4:
+                total += lgd_row[v, row_n[row]]
             for k in range(card[v]):
                 cell = cell_off[v] + c * card[v] + k
                 n = cell_n[cell]
                 total += _cell_term(kind[v], coef[v], r[v], y[cell], logt[cell], acell[cell], n)
                 if bd:
                     total += lg_cell[v, n]
+                if kind[v] == 4:
+                    total -= lgd_cell[v, n]
     return total
 
 
@@ -305,7 +379,7 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
     min(1, η(y | s − t(x_j) + t(x*_j)) / η(y | s)). Returns the number of accepted records.
     """
     card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     n, d = x.shape
     xnew = np.empty(d, dtype=np.int64)
     old_cell = np.empty(d, dtype=np.int64)
@@ -351,6 +425,8 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
                 arow,
                 lg_cell,
                 lg_row,
+                lgd_cell,
+                lgd_row,
             )
         if math.log(1.0 - np.random.random()) < delta:
             accepted += 1
@@ -385,6 +461,8 @@ def _flip(
     arow,
     lg_cell,
     lg_row,
+    lgd_cell,
+    lgd_row,
     cell_n,
     row_n,
     log_a,
@@ -432,6 +510,8 @@ def _flip(
             arow,
             lg_cell,
             lg_row,
+            lgd_cell,
+            lgd_row,
         )
     return delta
 
@@ -442,7 +522,7 @@ def site_sweep(x, net, obs, cell_n, row_n):
     other state and accept by the collapsed target (BD score × η) over its Markov blanket
     (the node's family cell and its children's). Returns (accepted, proposed)."""
     card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     n, d = x.shape
     width = 1 + ch.shape[1]
     log_a = np.empty(width, dtype=np.int64)
@@ -481,6 +561,8 @@ def site_sweep(x, net, obs, cell_n, row_n):
                 arow,
                 lg_cell,
                 lg_row,
+                lgd_cell,
+                lgd_row,
                 cell_n,
                 row_n,
                 log_a,
@@ -527,7 +609,7 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
     v's children's families. Returns (accepted, proposed).
     """
     card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     n = x.shape[0]
     kv = card[v]
     if kv < 2 or n == 0:
@@ -602,6 +684,8 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
                 arow,
                 lg_cell,
                 lg_row,
+                lgd_cell,
+                lgd_row,
                 cell_n,
                 row_n,
                 log_a,

@@ -7,7 +7,9 @@ parent slowest), children, the offsets of every family's cells and rows, the rel
 parameters per node and cell, and the tables of the Bayesian-Dirichlet score
 ``lg_cell[v, n] = log Γ(α₀ + n)`` and ``lg_row[v, n] = log Γ(K_v α₀ + n)`` for
 ``n = 0..N`` (Heckerman, Geiger & Chickering 1995, "Learning Bayesian networks: the combination
-of knowledge and statistical data").
+of knowledge and statistical data"), and, for a Dirichlet-mechanism release with one α over its
+table, its density's terms ``lgd_cell[v, n] = log Γ(r n + α)`` and
+``lgd_row[v, n] = log Γ(r n + K_v α)`` (kind ``KIND_DIRICHLET_TABLED``).
 """
 
 from __future__ import annotations
@@ -53,13 +55,15 @@ def network_arrays(
     net : tuple
         ``(card, n_par, par, stride, cell_off, row_off, n_ch, ch)``.
     obs : tuple
-        ``(kind, coef, r, y, logt, acell, arow, lg_cell, lg_row)``.
+        ``(kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row)``.
     alpha : numpy.ndarray
         ``α₀`` per node.
     index : dict
         ``node -> position`` in ``structure.order``.
     """
     from scipy.special import gammaln
+
+    from pymc_rdp.distributions import _augmentation_kernels as k
 
     nodes = structure.order
     index = {v: i for i, v in enumerate(nodes)}
@@ -119,5 +123,20 @@ def network_arrays(
     counts = np.arange(n_scale + 1, dtype=np.float64)
     lg_cell = np.broadcast_to(gammaln(alpha0 + counts), (d, counts.size)).copy()
     lg_row = gammaln(card[:, None] * alpha0 + counts[None, :])
-    obs = (kind, coef, r, y, logt, acell, arow, lg_cell, lg_row)
+    # a Dirichlet release with one α over its table: its log Γ terms as tables of n = 0..N
+    tabled = [
+        i
+        for i in range(d)
+        if kind[i] == k.KIND_DIRICHLET
+        and np.all(acell[cell_off[i] : cell_off[i + 1]] == acell[cell_off[i]])
+    ]
+    width = counts.size if tabled else 1
+    lgd_cell = np.zeros((d, width))
+    lgd_row = np.zeros((d, width))
+    for i in tabled:
+        a = float(acell[cell_off[i]])
+        kind[i] = k.KIND_DIRICHLET_TABLED
+        lgd_cell[i] = gammaln(r[i] * counts + a)
+        lgd_row[i] = gammaln(r[i] * counts + card[i] * a)
+    obs = (kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row)
     return net, obs, np.full(d, alpha0), index

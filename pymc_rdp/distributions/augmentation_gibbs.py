@@ -63,7 +63,8 @@ KEY_SPACE_LIMIT = 2.0**62
 @per_record
 def _weight(
     v, k, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n,
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+    cell_n, row_n,
 ):  # fmt: skip
     """``W_k`` of the module notes for a record of ``v``'s row ``base`` (first cell), children's
     rows without ``v`` ``cw0`` and children's states ``xw``, the record out of the tables."""
@@ -82,6 +83,8 @@ def _weight(
         arow,
         lg_cell,
         lg_row,
+        lgd_cell,
+        lgd_row,
         cell_n,
         row_n,
     )
@@ -103,6 +106,8 @@ def _weight(
             arow,
             lg_cell,
             lg_row,
+            lgd_cell,
+            lgd_row,
             cell_n,
             row_n,
         )
@@ -207,7 +212,7 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
     grouped by key (module notes); a node whose key space exceeds ``key_space_limit`` updates
     its records one by one. Returns (changed, updated)."""
     card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     n, d = x.shape
     cs = _child_strides(card, n_par, par, stride, n_ch, ch)
     kmax = 1
@@ -244,7 +249,8 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
             for k in range(kv):
                 a[k] = _weight(
                     v, k, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
-                    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n,
+                    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+                    cell_n, row_n,
                 )  # fmt: skip
             ref = _rebase(a, p, kv)
             h = g
@@ -260,7 +266,8 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
                 )
                 a[k0] = _weight(
                     v, k0, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
-                    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n,
+                    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+                    cell_n, row_n,
                 )  # fmt: skip
                 p[k0] = math.exp(a[k0] - ref)
                 total = 0.0
@@ -290,7 +297,8 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
                     changed += 1
                     a[k1] = _weight(
                         v, k1, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
-                        kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n,
+                        kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+                        cell_n, row_n,
                     )  # fmt: skip
                     p[k1] = math.exp(a[k1] - ref)
             g = h

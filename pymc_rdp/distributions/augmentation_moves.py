@@ -141,7 +141,7 @@ def row_block_sweep(v, per_row, max_m, x, net, obs, cell_n, row_n):
     children's families. Returns (accepted, proposed).
     """
     card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     n = x.shape[0]
     kv = card[v]
     if kv < 2 or n == 0 or per_row < 1:
@@ -205,6 +205,8 @@ def row_block_sweep(v, per_row, max_m, x, net, obs, cell_n, row_n):
                     arow,
                     lg_cell,
                     lg_row,
+                    lgd_cell,
+                    lgd_row,
                     cell_n,
                     row_n,
                     log_a,

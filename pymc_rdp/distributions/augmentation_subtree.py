@@ -147,7 +147,8 @@ def _replay(
 def _redraw_accept(
     x, sel, m, k2, dset, n_d, alpha, wts, old, log_ratio,
     card, n_par, par, stride, cell_off, row_off,
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n,
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+    cell_n, row_n,
 ):  # fmt: skip
     """The Metropolis–Hastings step of a subtree move (module notes) once its records
     ``sel[:m]`` are chosen: set ``dset[0]`` to ``k2`` for them, redraw their values at the
@@ -169,7 +170,7 @@ def _redraw_accept(
             cell, row = _place(x, j, w, card, n_par, par, stride, cell_off, row_off)
             log_ratio += _shift(
                 w, cell, row, -1, True, cell_n, row_n,
-                kind, coef, r, y, logt, acell, arow, lg_cell, lg_row,
+                kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
             )  # fmt: skip
     v = dset[0]
     for t in range(m):
@@ -197,7 +198,7 @@ def _redraw_accept(
             cell, row = _place(x, j, w, card, n_par, par, stride, cell_off, row_off)
             log_ratio += _shift(
                 w, cell, row, 1, True, cell_n, row_n,
-                kind, coef, r, y, logt, acell, arow, lg_cell, lg_row,
+                kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
             )  # fmt: skip
     if math.log(1.0 - np.random.random()) < log_ratio:
         return True
@@ -236,7 +237,7 @@ def _scan_rows(
     records of bucket ``l`` at ``order[start[l]:start[l] + size[l]]``), moving ``dset[0]``
     to the state of the target cell. Returns (accepted, proposed)."""
     card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     wts = np.empty(kmax)
     sel = np.empty(max_m, dtype=np.int64)
     old = np.empty((max_m, n_d), dtype=np.int64)
@@ -261,7 +262,8 @@ def _scan_rows(
             if _redraw_accept(
                 x, sel, m, l2 - first, dset, n_d, alpha, wts, old, log_ratio,
                 card, n_par, par, stride, cell_off, row_off,
-                kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, cell_n, row_n,
+                kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+                cell_n, row_n,
             ):  # fmt: skip
                 accepted += 1
                 nonempty = after

@@ -112,7 +112,7 @@ def birth_death(xbuf, n, n_moves, theta, log_prior, net, obs, cell_n, row_n):
     Returns the new ``n`` and the number of accepted proposals.
     """
     card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row = obs
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     d = xbuf.shape[1]
     n_max = log_prior.shape[0] - 1
     cells = np.empty(d, dtype=np.int64)
@@ -142,7 +142,7 @@ def birth_death(xbuf, n, n_moves, theta, log_prior, net, obs, cell_n, row_n):
             for v in range(d):
                 delta += k._shift(
                     v, cells[v], rows[v], 1, False, cell_n, row_n,
-                    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row,
+                    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
                 )  # fmt: skip
             if math.log(1.0 - np.random.random()) < delta:
                 n += 1
@@ -161,7 +161,7 @@ def birth_death(xbuf, n, n_moves, theta, log_prior, net, obs, cell_n, row_n):
             for v in range(d):
                 delta += k._shift(
                     v, cells[v], rows[v], -1, False, cell_n, row_n,
-                    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row,
+                    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
                 )  # fmt: skip
             if math.log(1.0 - np.random.random()) < delta:
                 n -= 1

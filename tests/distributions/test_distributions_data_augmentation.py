@@ -68,7 +68,7 @@ def _log_eta(tables, releases) -> float:
         elif mech.name == "laplace":
             total -= float(np.sum(np.abs(np.asarray(values).reshape(s.shape) - s))) / mech.scale
         else:
-            conc = float(mech.r) * s + float(mech.alpha)
+            conc = float(mech.r) * s + np.asarray(mech.alpha, dtype=np.float64)
             theta = np.asarray(values)
             total += float(
                 np.sum(gammaln(conc.sum(axis=1)))
@@ -170,10 +170,21 @@ def _dirichlet_releases():
     }
 
 
+def _dirichlet_cell_alpha_releases():
+    """The Dirichlet releases with an α of their own per state (no tabulated log Γ terms)."""
+    rel = _dirichlet_releases()
+    alphas = {"a": np.array([1.5, 0.8]), "b": np.array([1.2, 2.0, 0.7]), "c": np.array([0.6, 2.4])}
+    return {
+        v: (values, DirichletMechanism(0.6, alphas[v], math.sqrt(2), 1.0))
+        for v, (values, _) in rel.items()
+    }
+
+
 RELEASES = {
     "gaussian": _gaussian_releases,
     "laplace": _laplace_releases,
     "dirichlet": _dirichlet_releases,
+    "dirichlet_cell_alpha": _dirichlet_cell_alpha_releases,
 }
 
 CASES = [
@@ -196,7 +207,9 @@ CASES = [
     ("gaussian", ("gibbs", "gibbs", "gibbs", "subtree")),  # the default: a move run 3 times
     ("laplace", ("subtree",)),
     ("dirichlet", ("subtree",)),
-    ("dirichlet", ("gibbs", "subtree")),  # the default for Dirichlet releases
+    ("dirichlet", ("gibbs", "subtree")),
+    ("dirichlet_cell_alpha", ("record",)),
+    ("dirichlet_cell_alpha", ("gibbs", "subtree", "child_row")),  # the default
 ]
 
 
@@ -379,6 +392,44 @@ def test_moves_keep_the_tables_consistent_with_the_records():
 
 
 MOVES_ALL = ("record", "site", "block", "row_block", "gibbs", "subtree", "child_row")
+
+
+def test_tabulated_dirichlet_terms_are_the_log_gamma_terms():
+    """One α over a table: its log Γ terms come from tables of n = 0..N; the target and the
+    heat-bath draws are those of the per-cell ``math.lgamma`` terms."""
+    from pymc_rdp.distributions import augmentation_gibbs as gibbs
+
+    n = 30
+    da = DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), n, moves=("gibbs",))
+    kind = da._obs[0]
+    assert set(kind.tolist()) == {kernels.KIND_DIRICHLET_TABLED}
+    assert da._obs[-1].shape == (len(da.nodes), n + 1)
+    untabled = (np.full_like(kind, kernels.KIND_DIRICHLET), *da._obs[1:])
+    rng = np.random.default_rng(4)
+    x = np.stack([rng.integers(0, da.cards[v], n) for v in da.nodes], axis=1)
+    tables = []
+    for obs in (da._obs, untabled):
+        cell_n = np.zeros(int(da._net[4][-1]), dtype=np.int64)
+        row_n = np.zeros(int(da._net[5][-1]), dtype=np.int64)
+        kernels.tabulate(x, da._net, cell_n, row_n)
+        tables.append((cell_n, row_n))
+        for bd in (True, False):
+            assert kernels.log_target(cell_n, row_n, bd, da._net, obs) == pytest.approx(
+                kernels.log_target(cell_n, row_n, bd, da._net, untabled), rel=1e-12
+            )
+    # the same generator state gives the same sweeps under either form of the terms
+    runs = []
+    for obs, (cell_n, row_n) in zip((da._obs, untabled), tables, strict=True):
+        y = x.copy()
+        kernels.seed(17)
+        for _ in range(5):
+            gibbs.gibbs_sweep(y, da._net, obs, cell_n, row_n)
+        runs.append(y)
+    np.testing.assert_array_equal(runs[0], runs[1])
+    # an α of its own per state keeps the log Γ terms per cell (no tables)
+    cells = DataAugmentation(STRUCTURE, STATES, _dirichlet_cell_alpha_releases(), n)
+    assert set(cells._obs[0].tolist()) == {kernels.KIND_DIRICHLET}
+    assert cells._obs[-1].shape == (len(cells.nodes), 1)
 
 
 def test_result_layout_matches_bayesian_network_names():
