@@ -24,13 +24,15 @@ from pymc_rdp.cli.report import scored_text
 __all__ = ["COMMANDS"]
 
 
-def _check_applicable(args: argparse.Namespace) -> None:
+def _check_applicable(args: argparse.Namespace, samples_dirichlet: bool = False) -> None:
     """Refuse options that the chosen mechanism or inference would ignore.
 
     * ``--inference`` other than ``auto`` needs ``--mechanism gaussian`` or ``laplace`` (the
       Dirichlet mechanism releases the CPTs themselves: there is nothing to infer);
-    * ``--draws``, ``--tune``, ``--chains`` need a sampled posterior: not with the Dirichlet
-      mechanism (one released draw per CPT row) nor with ``--inference naive`` (point CPTs).
+    * ``--draws``, ``--tune``, ``--chains`` need a sampled posterior: not with ``--inference
+      naive`` (point CPTs), nor with the Dirichlet mechanism unless ``samples_dirichlet`` (the
+      demo, which declares the Adult files' record count public and samples the release's
+      posterior; ``fit`` has no public count and returns the one released draw per CPT row).
     """
     sampler = [f"--{k}" for k in ("draws", "tune", "chains") if getattr(args, k, None) is not None]
     if release_kind(args.mechanism).cpt_draw and args.inference != "auto":
@@ -38,10 +40,10 @@ def _check_applicable(args: argparse.Namespace) -> None:
             f"--inference {args.inference} applies only to --mechanism gaussian or laplace: the "
             "Dirichlet mechanism releases the CPTs themselves"
         )
-    if release_kind(args.mechanism).cpt_draw and sampler:
+    if release_kind(args.mechanism).cpt_draw and sampler and not samples_dirichlet:
         raise CLIError(
-            f"{', '.join(sampler)}: not used with --mechanism dirichlet, whose released CPTs are "
-            "one draw each (more draws would be more releases)"
+            f"{', '.join(sampler)}: not used with --mechanism dirichlet in fit, whose released "
+            "CPTs are one draw each (their posterior needs a public number of records)"
         )
     if args.inference == "naive" and sampler:
         raise CLIError(
@@ -67,7 +69,7 @@ def _config(args: argparse.Namespace) -> FitConfig:
 
 
 def _cmd_demo(args: argparse.Namespace) -> None:
-    _check_applicable(args)
+    _check_applicable(args, samples_dirichlet=True)
     config = _config(args)
     io.prepare_out(args.out)
     steps = Steps(7, args.quiet)

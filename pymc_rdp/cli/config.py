@@ -107,8 +107,10 @@ class FitConfig:
         per-family model, ``"joint"`` NUTS on one likelihood of all tables; ``"naive"`` the
         clip-and-normalise CPTs.
     draws, tune, chains : int, optional
-        NUTS settings (default 300, 300, 2; the fast demo 100, 100, 1); not with the Dirichlet
-        mechanism nor ``inference="naive"``, which sample nothing.
+        Sampler settings (default 300, 300, 2; the fast demo 100, 100, 1); not with
+        ``inference="naive"``, which samples nothing, nor in :func:`run_fit` with the Dirichlet
+        mechanism, whose released CPTs are one draw each there (the demo declares its number of
+        records public and samples the release's posterior).
     seed : int, optional
         Seed of the posterior sampler (and of the demo's subsample), never of the privacy noise.
     unsafe_noise_seed : int, optional
@@ -169,9 +171,10 @@ class FitConfig:
                 f"inference={self.inference!r} applies only to mechanism 'gaussian' or "
                 "'laplace': the Dirichlet mechanism releases the CPTs themselves"
             )
-        if sampler and (cpt_draw or self.inference == "naive"):
-            why = f"mechanism {self.mechanism!r}" if cpt_draw else "inference 'naive'"
-            raise ValueError(f"{', '.join(sampler)}: not used with {why}, which samples nothing")
+        if sampler and self.inference == "naive":
+            raise ValueError(
+                f"{', '.join(sampler)}: not used with inference 'naive', which samples nothing"
+            )
 
     @property
     def budget(self) -> tuple[float, float | None, float | None]:

@@ -93,6 +93,13 @@ def run_fit(
     """
     config = FitConfig() if config is None else config
     _check_config(config)
+    sampler = [k for k in ("draws", "tune", "chains") if getattr(config, k) is not None]
+    if sampler and release_kind(config.mechanism).cpt_draw:
+        raise ValueError(
+            f"{', '.join(sampler)}: not used by run_fit with mechanism {config.mechanism!r}, "
+            "whose released CPTs are one draw each (their posterior needs a public number of "
+            "records)"
+        )
     if not isinstance(structure, Mapping):
         raise TypeError(
             f"structure must be a mapping child -> [parents], got {type(structure).__name__}"

@@ -61,7 +61,6 @@ def records() -> tuple[pd.DataFrame, pd.DataFrame]:
         ({"seed": -1}, ValueError, "seed must be a non-negative integer"),
         ({"unsafe_noise_seed": 1.5}, TypeError, "unsafe_noise_seed must be an integer"),
         ({"inference": "joint"}, ValueError, "applies only to mechanism 'gaussian' or"),
-        ({"draws": 10}, ValueError, "draws: not used with mechanism 'dirichlet'"),
         (
             {"mechanism": "gaussian", "inference": "naive", "tune": 5},
             ValueError,
@@ -104,6 +103,9 @@ def test_bad_arguments_of_run_fit(records):
         run_fit(train, [("cancer", "smoker")], states=STATES)
     with pytest.raises(TypeError, match="progress must be a bool or Steps"):
         run_fit(train, STRUCTURE, states=STATES, progress="yes")
+    # fit has no public N: a Dirichlet release is its one draw per CPT row, nothing to sample
+    with pytest.raises(ValueError, match="draws: not used by run_fit with mechanism 'dirichlet'"):
+        run_fit(train, STRUCTURE, FitConfig(draws=10), states=STATES)
 
 
 # ------------------------------------------------------------------------------ runs
