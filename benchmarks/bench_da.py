@@ -12,6 +12,9 @@ benchmark only).
 ``--network alarm --n 10000`` instead compares the minimum ESS per second (all CPT entries of rows
 with ≥ 20 records) with NUTS on the non-private Dirichlet–multinomial model in the same process.
 
+``--mechanism dirichlet`` releases Dirichlet-mechanism CPTs instead (same budget), sampled with
+the same moves or the Dirichlet default.
+
 Run: ``python benchmarks/bench_da.py --n 4000 --draws 300 --moves site+block,record``.
 """
 
@@ -63,6 +66,12 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="row-block / subtree proposals per non-empty row (default: the sampler's default)",
     )
+    parser.add_argument(
+        "--mechanism",
+        default="gaussian",
+        choices=["gaussian", "dirichlet"],
+        help="the release: Gaussian tables (default) or Dirichlet-mechanism CPTs, at (1, 1e-6)",
+    )
     parser.add_argument("--nuts", action="store_true", help="also NUTS on the non-private model")
     parser.add_argument("--cold", action="store_true", help="compile into a fresh numba cache")
     parser.add_argument(
@@ -90,15 +99,20 @@ def main(argv: list[str] | None = None) -> None:
         structure = datasets.load_network(args.network)
         df = datasets.sample_network(args.network, args.n or 10_000, random_state=1)
     bn = pmr.BayesianNetwork(structure, states=states).fit(
-        df, mechanism="gaussian", epsilon=1.0, delta=1e-6, public_total=len(df)
+        df, mechanism=args.mechanism, epsilon=1.0, delta=1e-6, public_total=len(df)
     )
     codes = encode_frame(df, bn.states)
     big = {
         v: family_table(codes, v, bn.structure.parents[v], bn.cards).sum(axis=1) >= 20
         for v in bn.nodes
     }
+    mech = bn.family_mechanism
+    if args.mechanism == "gaussian":
+        scale = f"sigma = {mech.sigma:.3f}"
+    else:
+        scale = f"r = {float(mech.r):.4g}"
     print(
-        f"{args.network}: N = {bn.n_records}, sigma = {bn.family_mechanism.sigma:.3f}, "
+        f"{args.network}: N = {bn.n_records}, {args.mechanism} release, {scale}, "
         f"{sum(int(np.prod(t.shape)) for t in bn.releases.values())} cells",
         flush=True,
     )
