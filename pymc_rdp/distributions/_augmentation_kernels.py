@@ -96,25 +96,9 @@ def _row_term(kv, r_v, arow_r, n):
 
 @per_record
 def _add_terms(
-    v,
-    cell,
-    row,
-    d,
-    bd,
-    kind,
-    coef,
-    r,
-    y,
-    logt,
-    acell,
-    arow,
-    lg_cell,
-    lg_row,
-    lgd_cell,
-    lgd_row,
-    cell_n,
-    row_n,
-):
+    v, cell, row, d, bd, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell,
+    lgd_row, cell_n, row_n,
+):  # fmt: skip
     """Log change of the target when ``d`` (±1) records join (cell, row) of family ``v`` (row
     unchanged if ``row < 0``; ``bd``: with the Bayesian-Dirichlet terms); tables not modified."""
     kv = kind[v]
@@ -140,47 +124,15 @@ def _add_terms(
 
 @per_record
 def _shift(
-    v,
-    cell,
-    row,
-    d,
-    bd,
-    cell_n,
-    row_n,
-    kind,
-    coef,
-    r,
-    y,
-    logt,
-    acell,
-    arow,
-    lg_cell,
-    lg_row,
-    lgd_cell,
-    lgd_row,
-):
+    v, cell, row, d, bd, cell_n, row_n, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row,
+    lgd_cell, lgd_row,
+):  # fmt: skip
     """Add ``d`` (±1) records to one cell of family ``v`` (row unchanged if ``row < 0``);
     returns the log change of the target (:func:`_add_terms`)."""
     delta = _add_terms(
-        v,
-        cell,
-        row,
-        d,
-        bd,
-        kind,
-        coef,
-        r,
-        y,
-        logt,
-        acell,
-        arow,
-        lg_cell,
-        lg_row,
-        lgd_cell,
-        lgd_row,
-        cell_n,
-        row_n,
-    )
+        v, cell, row, d, bd, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell,
+        lgd_row, cell_n, row_n,
+    )  # fmt: skip
     cell_n[cell] += d
     if row >= 0:
         row_n[row] += d
@@ -189,26 +141,9 @@ def _shift(
 
 @per_record
 def _move(
-    v,
-    row_a,
-    cell_a,
-    row_b,
-    cell_b,
-    bd,
-    cell_n,
-    row_n,
-    kind,
-    coef,
-    r,
-    y,
-    logt,
-    acell,
-    arow,
-    lg_cell,
-    lg_row,
-    lgd_cell,
-    lgd_row,
-):
+    v, row_a, cell_a, row_b, cell_b, bd, cell_n, row_n, kind, coef, r, y, logt, acell, arow,
+    lg_cell, lg_row, lgd_cell, lgd_row,
+):  # fmt: skip
     """Move one record of family ``v`` from (row_a, cell_a) to (row_b, cell_b); the log ratio."""
     if cell_a == cell_b:
         return 0.0
@@ -408,26 +343,9 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
         delta = 0.0
         for v in range(d):
             delta += _move(
-                v,
-                old_row[v],
-                old_cell[v],
-                new_row[v],
-                new_cell[v],
-                False,
-                cell_n,
-                row_n,
-                kind,
-                coef,
-                r,
-                y,
-                logt,
-                acell,
-                arow,
-                lg_cell,
-                lg_row,
-                lgd_cell,
-                lgd_row,
-            )
+                v, old_row[v], old_cell[v], new_row[v], new_cell[v], False, cell_n, row_n, kind,
+                coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+            )  # fmt: skip
         if math.log(1.0 - np.random.random()) < delta:
             accepted += 1
             for v in range(d):
@@ -440,37 +358,10 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
 
 @per_record
 def _flip(
-    x,
-    j,
-    v,
-    knew,
-    card,
-    n_par,
-    par,
-    stride,
-    cell_off,
-    row_off,
-    n_ch,
-    ch,
-    kind,
-    coef,
-    r,
-    y,
-    logt,
-    acell,
-    arow,
-    lg_cell,
-    lg_row,
-    lgd_cell,
-    lgd_row,
-    cell_n,
-    row_n,
-    log_a,
-    log_ra,
-    log_b,
-    log_rb,
-    start,
-):
+    x, j, v, knew, card, n_par, par, stride, cell_off, row_off, n_ch, ch, kind, coef, r, y,
+    logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row, cell_n, row_n, log_a, log_ra, log_b,
+    log_rb, start,
+):  # fmt: skip
     """Set x[j, v] = knew, updating v's family and its children's; log ratio of the collapsed
     target. Writes its 1 + (number of children) moves into the logs from position ``start``."""
     c = _config(x, j, v, n_par, par, stride)
@@ -663,37 +554,10 @@ def block_moves(v, n_moves, max_m, x, net, obs, cell_n, row_n):
         for t in range(m):
             j = sel[t]
             delta += _flip(
-                x,
-                j,
-                v,
-                k2,
-                card,
-                n_par,
-                par,
-                stride,
-                cell_off,
-                row_off,
-                n_ch,
-                ch,
-                kind,
-                coef,
-                r,
-                y,
-                logt,
-                acell,
-                arow,
-                lg_cell,
-                lg_row,
-                lgd_cell,
-                lgd_row,
-                cell_n,
-                row_n,
-                log_a,
-                log_ra,
-                log_b,
-                log_rb,
-                used,
-            )
+                x, j, v, k2, card, n_par, par, stride, cell_off, row_off, n_ch, ch, kind, coef,
+                r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row, cell_n, row_n,
+                log_a, log_ra, log_b, log_rb, used,
+            )  # fmt: skip
             used += 1 + n_ch[v]
             x[j, v] = k2  # later records' children see the earlier records moved
         if math.log(1.0 - np.random.random()) < delta:

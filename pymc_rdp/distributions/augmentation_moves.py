@@ -184,37 +184,10 @@ def row_block_sweep(v, per_row, max_m, x, net, obs, cell_n, row_n):
             for t in range(m):
                 j = sel[t]
                 delta += _flip(
-                    x,
-                    j,
-                    v,
-                    k2,
-                    card,
-                    n_par,
-                    par,
-                    stride,
-                    cell_off,
-                    row_off,
-                    n_ch,
-                    ch,
-                    kind,
-                    coef,
-                    r,
-                    y,
-                    logt,
-                    acell,
-                    arow,
-                    lg_cell,
-                    lg_row,
-                    lgd_cell,
-                    lgd_row,
-                    cell_n,
-                    row_n,
-                    log_a,
-                    log_ra,
-                    log_b,
-                    log_rb,
-                    used,
-                )
+                    x, j, v, k2, card, n_par, par, stride, cell_off, row_off, n_ch, ch, kind,
+                    coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row, cell_n,
+                    row_n, log_a, log_ra, log_b, log_rb, used,
+                )  # fmt: skip
                 used += 1 + n_ch[v]
                 x[j, v] = k2  # later records' children see the earlier records moved
             if math.log(1.0 - np.random.random()) < delta:
