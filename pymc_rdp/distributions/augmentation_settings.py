@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 #: the moves of an iteration, in the order they run
-MOVES = ("record", "site", "block", "row_block", "gibbs", "subtree", "child_row")
+MOVES = ("record", "site", "block", "row_block", "gibbs", "subtree", "child_row", "ancillary")
 _DEFAULT_MOVES = ("gibbs", "gibbs", "gibbs", "subtree")
 
 

@@ -58,6 +58,13 @@ Moves
     other parents, records move from ``w``'s row with ``p = k₁`` to its row with ``p = k₂``,
     across all of ``p``'s own rows at once. Per edge as many proposals as ``p``'s subtree moves
     make; in the default for Dirichlet releases (see ``moves`` for what it gave).
+``"ancillary"``
+    The non-centred counterpart of the moves above (Yu & Meng 2011, ASIS;
+    :mod:`pymc_rdp.distributions.augmentation_ancillary`): θ drawn given the records, each
+    record's value written as the inverse CDF of a uniform of its own, then Metropolis moves of
+    one boundary of a CPT row at a time with the uniforms fixed, the records (and their
+    descendants) carried along; the acceptance is the prior times ``η``. ``K`` proposals per
+    row of a node with ``K`` states, the step in records adapted during tuning.
 
 After the moves of an iteration θ is drawn from ``p(θ | x)`` (rows ``Dirichlet(α₀ + n_c)``):
 together with the records it is an exact draw of the joint chain, so the CPT draws are draws of
@@ -177,10 +184,12 @@ class DataAugmentation(AugmentationStep):
         scale); the chain adds birth/death moves (module notes).
     alpha0 : float
         Concentration of the ``Dirichlet(α₀)`` prior of every CPT row.
-    moves : sequence of {"record", "site", "block", "row_block", "gibbs", "subtree", "child_row"}
-        The moves of one iteration, in order (module notes). Default ``("record",)`` for an
-        unknown N (the collapsed moves need a fixed N), ``("gibbs", "subtree", "child_row")``
-        when every release is a Dirichlet-mechanism release, else
+    moves : sequence of str
+        The moves of one iteration, in order, each one of :data:`MOVES` ("record", "site",
+        "block", "row_block", "gibbs", "subtree", "child_row", "ancillary"; module notes).
+        Default ``("record",)`` for an unknown N (the collapsed moves need a fixed N),
+        ``("gibbs", "subtree", "child_row")`` when every release is a Dirichlet-mechanism
+        release, else
         ``("gibbs", "gibbs", "gibbs", "subtree")`` (a move listed k times runs k times per
         iteration; its acceptance rate is the mean of its runs). On Adult (all 32,561 records,
         Gaussian tables at (1, 1e-6), 2 chains × (100 + 500), ``benchmarks/bench_da.py``) the
@@ -480,6 +489,7 @@ class DataAugmentation(AugmentationStep):
             The final latent records (records × nodes, codes).
         """
         from pymc_rdp.distributions import _augmentation_kernels as k
+        from pymc_rdp.distributions import augmentation_ancillary as ka
         from pymc_rdp.distributions import augmentation_gibbs as kg
         from pymc_rdp.distributions import augmentation_moves as km
         from pymc_rdp.distributions import augmentation_subtree as kt
@@ -532,6 +542,10 @@ class DataAugmentation(AugmentationStep):
         edge_size = [float(sizes[p]) for p, _ in edges]
         edge_cap = [size_cap[p] for p, _ in edges]
         trees = [(i,) for i in nodes]
+        # ancillary moves: θ and the records' uniforms live only within the move
+        anc_size = [float(m) for m in sizes]
+        anc_per_row = [int(net[0][i]) for i in nodes]
+        u = np.empty(x.shape) if "ancillary" in self.moves else np.empty((0, 0))
 
         def descend(sweep, units, per, size, cap, it):
             """One sweep of subtree-type moves over ``units`` (nodes or edges) at iteration
@@ -570,6 +584,20 @@ class DataAugmentation(AugmentationStep):
                     rates[move] = descend(
                         kt.child_row_sweep, edges, per_edge, edge_size, edge_cap, it
                     )
+                elif move == "ancillary":
+                    k.draw_theta(cell_n, self._alpha, net, theta, buf)
+                    ka.draw_uniforms(x, theta, net, u)
+                    acc = prop = 0
+                    for i in nodes:
+                        a, p = ka.ancillary_sweep(
+                            i, anc_per_row[i], round(anc_size[i]), self._alpha, theta, u,
+                            desc, n_desc, x, net, obs, cell_n, row_n,
+                        )  # fmt: skip
+                        acc += a
+                        prop += p
+                        if adapt and it < tune and p:
+                            anc_size[i] = _adapted(anc_size[i], a / p, it, size_cap[i])
+                    rates[move] = acc / max(1, prop)
                 elif move == "row_block":
                     acc = prop = 0
                     for i in nodes:

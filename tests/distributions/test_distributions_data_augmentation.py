@@ -210,6 +210,10 @@ CASES = [
     ("dirichlet", ("gibbs", "subtree")),
     ("dirichlet_cell_alpha", ("record",)),
     ("dirichlet_cell_alpha", ("gibbs", "subtree", "child_row")),  # the default
+    ("gaussian", ("ancillary",)),
+    ("laplace", ("ancillary",)),
+    ("dirichlet", ("ancillary",)),
+    ("dirichlet_cell_alpha", ("gibbs", "ancillary")),
 ]
 
 
@@ -391,7 +395,7 @@ def test_moves_keep_the_tables_consistent_with_the_records():
     assert all(x[:, i].max() < da.cards[v] for i, v in enumerate(da.nodes))
 
 
-MOVES_ALL = ("record", "site", "block", "row_block", "gibbs", "subtree", "child_row")
+MOVES_ALL = ("record", "site", "block", "row_block", "gibbs", "subtree", "child_row", "ancillary")
 
 
 def test_tabulated_dirichlet_terms_are_the_log_gamma_terms():
