@@ -211,6 +211,13 @@ class DataAugmentation(AugmentationStep):
         (N = 10³) against 27 in 17 s for the earlier default ``("gibbs", "row_block")``, 95 in
         11 s against 9 in 29 s on sachs (N = 10³) and 243 in 53 s against 8 in 84 s on asia at
         ε = 0.1, N = 10⁴ (minimum bulk ESS over all CPT entries, 2 × (200 + 200)).
+        ``"ancillary"`` is in no default: on fixed releases (2 chains on one core, minimum bulk
+        ESS over the entries of rows >= 20 records per CPU second) adding three to the
+        Dirichlet default gave 1.11 against 0.86 on child at ε = 1 (N = 10⁴, 2 × (200 + 200))
+        but 0.21 against 0.53 at ε = 0.1 (one added: 0.47); adding one to the default on Adult
+        (Gaussian, 2 × (50 + 200)) 0.47 against 0.55; on alarm (N = 10⁴, Gaussian) one sweep
+        and five ancillary moves gave 0.09 (2 × (200 + 600)), under the 0.16–0.29 of one sweep
+        and subtree moves.
     block_size : int or dict, optional
         Largest block ``m`` per node (default: about the sd of a cell count given its release,
         for Dirichlet releases ``sqrt(N / (cells · r))``).
