@@ -141,7 +141,7 @@ def _carry(
 
 
 @njit(cache=True, nogil=True)
-def ancillary_sweep(v, per_row, step, alpha, theta, u, desc, n_desc, x, net, obs, cell_n, row_n):
+def ancillary_sweep(theta, u, v, per_row, step, alpha, desc, n_desc, x, net, obs, cell_n, row_n):
     """Ancillary proposals on every non-empty row of node ``v``'s CPT (module notes), ``per_row``
     each, the boundary moving by up to ``step`` records. ``theta`` (flat, like ``cell_n``) and
     ``u`` (records × nodes) must be a joint draw given ``x`` (:func:`draw_uniforms`); both are

@@ -553,6 +553,7 @@ class DataAugmentation(AugmentationStep):
         anc_size = [float(m) for m in sizes]
         anc_per_row = [int(net[0][i]) for i in nodes]
         u = np.empty(x.shape) if "ancillary" in self.moves else np.empty((0, 0))
+        anc_units = [(theta, u, i) for i in nodes]  # θ and u are filled in place per move
 
         def descend(sweep, units, per, size, cap, it):
             """One sweep of subtree-type moves over ``units`` (nodes or edges) at iteration
@@ -594,17 +595,9 @@ class DataAugmentation(AugmentationStep):
                 elif move == "ancillary":
                     k.draw_theta(cell_n, self._alpha, net, theta, buf)
                     ka.draw_uniforms(x, theta, net, u)
-                    acc = prop = 0
-                    for i in nodes:
-                        a, p = ka.ancillary_sweep(
-                            i, anc_per_row[i], round(anc_size[i]), self._alpha, theta, u,
-                            desc, n_desc, x, net, obs, cell_n, row_n,
-                        )  # fmt: skip
-                        acc += a
-                        prop += p
-                        if adapt and it < tune and p:
-                            anc_size[i] = _adapted(anc_size[i], a / p, it, size_cap[i])
-                    rates[move] = acc / max(1, prop)
+                    rates[move] = descend(
+                        ka.ancillary_sweep, anc_units, anc_per_row, anc_size, size_cap, it
+                    )
                 elif move == "row_block":
                     acc = prop = 0
                     for i in nodes:

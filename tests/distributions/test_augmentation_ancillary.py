@@ -85,7 +85,7 @@ def test_a_sweep_keeps_records_tables_cpts_and_uniforms_consistent(seed, step):
     accepted = proposed = 0
     for v in range(4):
         a, p = ancillary.ancillary_sweep(
-            v, 3, step, da._alpha, theta, u, desc, n_desc, x, net, obs, cell_n, row_n
+            theta, u, v, 3, step, da._alpha, desc, n_desc, x, net, obs, cell_n, row_n
         )
         accepted += a
         proposed += p
