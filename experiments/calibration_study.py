@@ -128,10 +128,21 @@ report = reporting.report
 
 def main(argv: list[str] | None = None) -> dict:
     p = argparse.ArgumentParser(description="SBC of private Bayesian-network posteriors")
-    p.add_argument("--networks", nargs="+", default=["asia"])
+    p.add_argument(
+        "--networks",
+        nargs="+",
+        default=None,
+        help="networks to fit (default: asia); with --report, only these networks' records",
+    )
     p.add_argument("--ns", nargs="+", type=int, default=[100, 1000, 10000])
     p.add_argument("--epsilons", nargs="+", type=float, default=[0.1, 1.0])
-    p.add_argument("--noise", nargs="+", default=["gaussian"], choices=list(NOISE_KINDS))
+    p.add_argument(
+        "--noise",
+        nargs="+",
+        default=None,
+        choices=list(NOISE_KINDS),
+        help="release kinds to fit (default: gaussian); with --report, only these kinds' records",
+    )
     p.add_argument("--replicates", type=int, default=5)
     p.add_argument(
         "--first-replicate",
@@ -186,13 +197,19 @@ def main(argv: list[str] | None = None) -> dict:
     args = p.parse_args(argv)
     figdir = None if args.no_figures else Path(args.figures_dir)
     if args.report:
-        results = report(
-            load_records(args.from_json or [args.out]), figdir, args.figure_prefix, args.tolerance
-        )
+        records = [
+            r
+            for r in load_records(args.from_json or [args.out])
+            if (args.networks is None or r["network"] in args.networks)
+            and (args.noise is None or r["noise"] in args.noise)
+        ]
+        results = report(records, figdir, args.figure_prefix, args.tolerance)
         if args.json:
             Path(args.json).write_text(json.dumps({"results": results}, indent=1))
         return results
 
+    args.networks = args.networks or ["asia"]
+    args.noise = args.noise or ["gaussian"]
     warnings.filterwarnings("ignore")
     for name in ("pymc", "pymc.sampling.mcmc", "pymc.stats.convergence"):
         logging.getLogger(name).setLevel(logging.ERROR)

@@ -67,6 +67,13 @@ def test_short_augmentation_run_records_resumes_and_reports(tmp_path):
     assert not other.exists()
     again = study.main(["--report", "--from-json", str(out), "--no-figures"])
     assert again == results
+    # --report with --noise (or --networks) keeps only those records
+    only = study.main(["--report", "--from-json", str(out), "--no-figures", "--noise", "dirichlet"])
+    assert only == {"asia|dirichlet|1|100": results["asia|dirichlet|1|100"]}
+    assert (
+        study.main(["--report", "--from-json", str(out), "--no-figures", "--networks", "child"])
+        == {}
+    )
 
 
 def test_nuts_methods_refuse_the_dirichlet_release():
