@@ -40,7 +40,17 @@ __all__ = [
 ]
 
 #: the moves of an iteration, in the order they run
-MOVES = ("record", "site", "block", "row_block", "gibbs", "subtree", "child_row", "ancillary")
+MOVES = (
+    "record",
+    "site",
+    "block",
+    "row_block",
+    "gibbs",
+    "subtree",
+    "child_row",
+    "ancillary",
+    "swap",
+)
 _DEFAULT_MOVES = ("gibbs", "gibbs", "gibbs", "subtree")
 
 

@@ -214,6 +214,10 @@ CASES = [
     ("laplace", ("ancillary",)),
     ("dirichlet", ("ancillary",)),
     ("dirichlet_cell_alpha", ("gibbs", "ancillary")),
+    ("gaussian", ("gibbs", "swap")),
+    ("laplace", ("gibbs", "swap")),
+    ("dirichlet", ("gibbs", "swap")),
+    ("dirichlet_cell_alpha", ("gibbs", "swap")),
 ]
 
 
@@ -278,6 +282,70 @@ def test_child_row_moves_match_enumeration(mechanism, moves):
     idata = da.sample(draws=4000, tune=200, chains=2, random_seed=17)
     assert float(idata["sample_stats"]["accept_child_row"].mean()) > 0.05
     assert max_z(idata, exact_moments(V_STRUCTURE, V_STATES, releases, N)) < 4.5
+
+
+#: a chain, where swaps of b move records between a's rows and c's table does not see them
+CHAIN = {"a": [], "b": ["a"], "c": ["b"]}
+CHAIN_STATES = {"a": [0, 1, 2], "b": [0, 1, 2], "c": [0, 1]}
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
+def test_swap_moves_match_enumeration(mechanism):
+    """Swaps of b (context {c}, parent a outside it) and of c (no children: one group) with
+    heat-bath sweeps: the posterior of the chain's CPTs is the enumerated one, and the swaps
+    are accepted."""
+    from pymc_rdp.distributions.augmentation_swap import swap_contexts
+
+    if mechanism == "gaussian":
+        g = GaussianMechanism(1.2, math.sqrt(2))
+        releases = {
+            "a": (np.array([2.6, 0.7, 1.9]), g),
+            "b": (np.array([[1.4, -0.3, 0.2], [0.4, 0.9, -0.6], [0.1, 0.2, 1.7]]), g),
+            "c": (np.array([[1.1, 0.2], [0.3, 1.4], [-0.5, 1.2]]), g),
+        }
+    else:
+        mech = DirichletMechanism(0.6, 1.5, math.sqrt(2), 1.0)
+        releases = {
+            "a": (np.array([[0.5, 0.2, 0.3]]), mech),
+            "b": (np.array([[0.6, 0.1, 0.3], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]]), mech),
+            "c": (np.array([[0.7, 0.3], [0.4, 0.6], [0.2, 0.8]]), mech),
+        }
+    da = DataAugmentation(CHAIN, CHAIN_STATES, releases, N, moves=("gibbs", "swap"))
+    net = da._net
+    n_ctx, ctx, useful = swap_contexts(net[1], net[2], net[6], net[7], net[0])
+    assert useful.tolist() == [False, True, True]  # a has no parents
+    assert ctx[1, : n_ctx[1]].tolist() == [2] and n_ctx[2] == 0
+    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=23)
+    assert float(idata["sample_stats"]["accept_swap"].mean()) > 0.05
+    assert max_z(idata, exact_moments(CHAIN, CHAIN_STATES, releases, N)) < 4.5
+
+
+def test_swap_contexts_of_the_adult_network():
+    """On Adult, swaps apply to capital-gain (education outside its context), occupation (age),
+    capital-loss (sex) and income (a leaf, one group); not to the roots or to education, whose
+    parent age is in its children's families."""
+    from pymc_rdp import datasets
+    from pymc_rdp.distributions.augmentation_swap import swap_contexts
+
+    structure = dict(datasets.ADULT_DAG)
+    nodes = list(structure)
+    order = {v: i for i, v in enumerate(nodes)}
+    kids = {v: [w for w in nodes if v in structure[w]] for v in nodes}
+    card = np.full(len(nodes), 3, dtype=np.int64)
+    n_par = np.array([len(structure[v]) for v in nodes], dtype=np.int64)
+    n_ch = np.array([len(kids[v]) for v in nodes], dtype=np.int64)
+    par = np.full((len(nodes), n_par.max()), -1, dtype=np.int64)
+    ch = np.full((len(nodes), n_ch.max()), -1, dtype=np.int64)
+    for v in nodes:
+        par[order[v], : n_par[order[v]]] = [order[p] for p in structure[v]]
+        ch[order[v], : n_ch[order[v]]] = [order[w] for w in kids[v]]
+    n_ctx, ctx, useful = swap_contexts(n_par, par, n_ch, ch, card)
+    swappable = {v for v in nodes if useful[order[v]]}
+    assert swappable == {"occupation", "capital-gain", "capital-loss", "income"}
+    cg = order["capital-gain"]
+    assert {nodes[i] for i in ctx[cg, : n_ctx[cg]]} == {
+        "sex", "occupation", "capital-loss", "income",
+    }  # fmt: skip
 
 
 def test_child_row_edges_skip_what_subtree_moves_cover():
@@ -395,7 +463,17 @@ def test_moves_keep_the_tables_consistent_with_the_records():
     assert all(x[:, i].max() < da.cards[v] for i, v in enumerate(da.nodes))
 
 
-MOVES_ALL = ("record", "site", "block", "row_block", "gibbs", "subtree", "child_row", "ancillary")
+MOVES_ALL = (
+    "record",
+    "site",
+    "block",
+    "row_block",
+    "gibbs",
+    "subtree",
+    "child_row",
+    "ancillary",
+    "swap",
+)
 
 
 def test_tabulated_dirichlet_terms_are_the_log_gamma_terms():
