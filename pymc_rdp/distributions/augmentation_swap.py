@@ -147,6 +147,7 @@ def swap_sweep(v, n_moves, n_ctx, ctx, x, net, obs, cell_n, row_n):
         return 0, 0
     order, pos, g_lo, g_hi, k_lo, k_hi = _groups(v, x, card, n_ctx, ctx)
     kv = card[v]
+    cells = np.empty(4, dtype=np.int64)  # v's cells of the pair: out of, into, out of, into
     accepted = 0
     proposed = 0
     for _ in range(n_moves):
@@ -168,22 +169,18 @@ def swap_sweep(v, n_moves, n_ctx, ctx, x, net, obs, cell_n, row_n):
             proposed += 1
             base_a = cell_off[v] + ca * kv
             base_b = cell_off[v] + cb * kv
-            delta = _shift(
-                v, base_a + ka, -1, -1, True, cell_n, row_n, kind, coef, r, y, logt, acell,
-                arow, lg_cell, lg_row, lgd_cell, lgd_row,
-            )  # fmt: skip
-            delta += _shift(
-                v, base_a + kb, -1, 1, True, cell_n, row_n, kind, coef, r, y, logt, acell,
-                arow, lg_cell, lg_row, lgd_cell, lgd_row,
-            )  # fmt: skip
-            delta += _shift(
-                v, base_b + kb, -1, -1, True, cell_n, row_n, kind, coef, r, y, logt, acell,
-                arow, lg_cell, lg_row, lgd_cell, lgd_row,
-            )  # fmt: skip
-            delta += _shift(
-                v, base_b + ka, -1, 1, True, cell_n, row_n, kind, coef, r, y, logt, acell,
-                arow, lg_cell, lg_row, lgd_cell, lgd_row,
-            )  # fmt: skip
+            cells[0], cells[1], cells[2], cells[3] = (
+                base_a + ka,
+                base_a + kb,
+                base_b + kb,
+                base_b + ka,
+            )
+            delta = 0.0
+            for q in range(4):
+                delta += _shift(
+                    v, cells[q], -1, -1 if q % 2 == 0 else 1, True, cell_n, row_n, kind, coef, r, y,
+                    logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+                )  # fmt: skip
             if math.log(1.0 - np.random.random()) >= delta:
                 cell_n[base_a + ka] += 1
                 cell_n[base_a + kb] -= 1

@@ -18,6 +18,7 @@ from scipy.special import gammaln
 
 from pymc_rdp.distributions import _augmentation_kernels as kernels
 from pymc_rdp.distributions.data_augmentation import (
+    MOVES,
     OBSERVATIONS,
     DataAugmentation,
     sample_augmentation,
@@ -463,17 +464,7 @@ def test_moves_keep_the_tables_consistent_with_the_records():
     assert all(x[:, i].max() < da.cards[v] for i, v in enumerate(da.nodes))
 
 
-MOVES_ALL = (
-    "record",
-    "site",
-    "block",
-    "row_block",
-    "gibbs",
-    "subtree",
-    "child_row",
-    "ancillary",
-    "swap",
-)
+MOVES_ALL = MOVES
 
 
 def test_tabulated_dirichlet_terms_are_the_log_gamma_terms():
