@@ -65,7 +65,9 @@ def swap_contexts(
     ctx : numpy.ndarray
         (nodes, width) int64, the context's nodes (padded with −1).
     useful : numpy.ndarray
-        (nodes,) bool: ``v`` has two or more states and a parent outside ``C(v)``.
+        (nodes,) bool: ``v`` has two or more states, a parent outside ``C(v)`` and a key
+        space (the states of ``C(v)`` and ``v``) below
+        :data:`~pymc_rdp.distributions.augmentation_gibbs.KEY_SPACE_LIMIT`.
     """
     d = int(card.shape[0])
     sets = []
