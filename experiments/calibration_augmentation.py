@@ -170,6 +170,7 @@ def fit_augmentation(setting, df, release_seed: int, mcmc_seed: int, draws, tune
         "min_ess": min_ess,
         "max_rhat": max_rhat,
         "moves": str(idata.attrs.get("moves")),
+        "row_moves": idata.attrs.get("row_moves"),
         "accept": accept,
     }
     return post, info

@@ -294,6 +294,7 @@ class Setting:
                 rec["ess_s"] = info["min_ess"] / samp
                 rec["max_rhat"] = info["max_rhat"]
                 rec["moves"] = info["moves"]
+                rec["row_moves"] = info["row_moves"]
                 rec["accept"] = info["accept"]
             if tarp is not None:
                 rec["tarp"] = tarp

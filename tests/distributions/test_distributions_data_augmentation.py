@@ -10,6 +10,7 @@ Dirichlet moments. The sampler's means and second moments must agree within Mont
 from __future__ import annotations
 
 import itertools
+import json
 import math
 
 import numpy as np
@@ -556,6 +557,27 @@ def test_default_moves_follow_the_releases():
     )
     unknown = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), None, n_prior=np.ones(9))
     assert unknown.moves == ("record",)
+
+
+def test_default_row_moves_cap_a_node_with_few_rows():
+    """max(K, min(30, ceil(B / rows))) per non-empty row: B = 1000 for additive noise (a root
+    would make 1000 proposals without the cap), 20 for Dirichlet releases; stored in the
+    attrs."""
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
+    assert da.row_moves == {"a": 30, "b": 30, "c": 30}  # rows 1, 2, 6: 1000, 500, 167 uncapped
+    wide = {"a": [], "b": [], "c": ["a", "b"], "d": ["a", "b", "c"]}
+    states = {"a": list(range(6)), "b": list(range(6)), "c": [0, 1], "d": [0, 1, 2]}
+    g = GaussianMechanism(1.2, math.sqrt(2))
+    shapes = {"a": (6,), "b": (6,), "c": (36, 2), "d": (72, 3)}
+    releases = {v: (np.zeros(shape), g) for v, shape in shapes.items()}
+    da = DataAugmentation(wide, states, releases, N)
+    assert da.row_moves == {"a": 30, "b": 30, "c": 28, "d": 14}  # rows 1, 1, 36, 72
+    dirichlet = DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), N)
+    assert dirichlet.row_moves == {"a": 20, "b": 10, "c": 4}  # ceil(20 / rows), at least K
+    idata = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N).sample(
+        draws=2, tune=0, chains=1, random_seed=0
+    )
+    assert json.loads(idata.attrs["row_moves"]) == {"a": 30, "b": 30, "c": 30}
 
 
 @pytest.mark.parametrize("cores", [0, 1.5, True])
