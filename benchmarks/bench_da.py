@@ -67,6 +67,12 @@ def main(argv: list[str] | None = None) -> None:
         help="row-block / subtree proposals per non-empty row (default: the sampler's default)",
     )
     parser.add_argument(
+        "--soma-attempts",
+        type=int,
+        default=None,
+        help="records each 'soma' offer is tried against (default: the sampler's)",
+    )
+    parser.add_argument(
         "--mechanism",
         default="gaussian",
         choices=["gaussian", "dirichlet"],
@@ -120,6 +126,8 @@ def main(argv: list[str] | None = None) -> None:
     for spec in args.moves.split(","):
         t0, c0 = time.perf_counter(), time.process_time()
         options = {} if args.row_moves is None else {"row_moves": args.row_moves}
+        if args.soma_attempts is not None:
+            options["soma_attempts"] = args.soma_attempts
         if spec == "default":
             da = DataAugmentation.from_network(bn, **options)
             spec = "+".join(da.moves) + " (default)"
@@ -127,6 +135,8 @@ def main(argv: list[str] | None = None) -> None:
             da = DataAugmentation.from_network(bn, moves=tuple(spec.split("+")), **options)
         if args.row_moves is not None:
             spec += f", row_moves={args.row_moves}"
+        if args.soma_attempts is not None and "soma" in spec:
+            spec += f", soma_attempts={args.soma_attempts}"
         idata = da.sample(
             draws=args.draws, tune=args.tune, chains=args.chains, random_seed=args.seed
         )

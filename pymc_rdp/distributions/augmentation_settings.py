@@ -50,6 +50,7 @@ MOVES = (
     "child_row",
     "ancillary",
     "swap",
+    "soma",
 )
 _DEFAULT_MOVES = ("gibbs", "gibbs", "gibbs", "subtree")
 

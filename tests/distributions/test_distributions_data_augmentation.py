@@ -220,6 +220,10 @@ CASES = [
     ("laplace", ("gibbs", "swap")),
     ("dirichlet", ("gibbs", "swap")),
     ("dirichlet_cell_alpha", ("gibbs", "swap")),
+    ("gaussian", ("soma",)),
+    ("laplace", ("soma",)),
+    ("dirichlet", ("soma",)),
+    ("dirichlet_cell_alpha", ("gibbs", "soma")),
 ]
 
 
@@ -228,7 +232,9 @@ def exact():
     return {name: exact_moments(STRUCTURE, STATES, make(), N) for name, make in RELEASES.items()}
 
 
-@pytest.mark.parametrize(("mechanism", "moves"), CASES)
+@pytest.mark.parametrize(
+    ("mechanism", "moves"), CASES, ids=[f"{m}-{'+'.join(moves)}" for m, moves in CASES]
+)
 def test_posterior_matches_enumeration(exact, mechanism, moves):
     da = DataAugmentation(
         STRUCTURE,
@@ -284,6 +290,16 @@ def test_child_row_moves_match_enumeration(mechanism, moves):
     idata = da.sample(draws=4000, tune=200, chains=2, random_seed=17)
     assert float(idata["sample_stats"]["accept_child_row"].mean()) > 0.05
     assert max_z(idata, exact_moments(V_STRUCTURE, V_STATES, releases, N)) < 4.5
+
+
+@pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
+def test_soma_on_subsets_matches_enumeration(mechanism):
+    """Each offer tried against 2 of the 5 records, drawn at random: still the exact posterior."""
+    releases = RELEASES[mechanism]()
+    da = DataAugmentation(STRUCTURE, STATES, releases, N, moves=("soma",), soma_attempts=2)
+    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=23)
+    assert max_z(idata, exact_moments(STRUCTURE, STATES, releases, N)) < 4.5
+    assert float(idata["sample_stats"]["accept_soma"].mean()) > 0.05
 
 
 #: a chain, where swaps of b move records between a's rows and c's table does not see them
@@ -642,6 +658,8 @@ def test_dirichlet_rows_must_be_draws():
         ({"alpha0": -1.0}, ValueError, "alpha0"),
         ({"moves": ("nuts",)}, ValueError, "moves"),
         ({"block_size": 0}, ValueError, "block_size"),
+        ({"soma_attempts": 0}, ValueError, "soma_attempts"),
+        ({"soma_attempts": 2.5}, ValueError, "soma_attempts"),
     ],
 )
 def test_bad_arguments(kwargs, error, match):
