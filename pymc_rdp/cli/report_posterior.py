@@ -39,24 +39,53 @@ def populated_configs(bn: Any, node: str, k: int = 3) -> list[int]:
 
 
 def diagnostics(idata: Any) -> dict[str, Any] | None:
-    """``{"chains", "draws", "max_rhat", "min_ess_bulk", "min_ess_tail", "divergences",
-    "ok"}`` over every posterior variable, or None for fewer than 2 draws per chain."""
+    """``{"chains", "draws", "max_rhat", "min_ess_bulk", "min_ess_tail", "divergences", "ok",
+    "per_variable"}`` over every posterior variable, or None for fewer than 4 draws per chain.
+
+    ``per_variable`` maps each variable to ``{"entries", "max_rhat", "min_ess_bulk",
+    "over_rhat", "worst"}``: its number of entries, its extremes, how many entries reach
+    r̂ >= :data:`RHAT_MAX`, and the label (coordinate value, else flat index) of its entry of
+    lowest bulk ESS.
+    """
     import arviz as az
 
     post = idata["posterior"]
     chains, draws = int(post.sizes["chain"]), int(post.sizes["draw"])
     if draws < 4:
         return None
+    rhat_ds = az.rhat(idata) if chains > 1 else None
+    bulk_ds = az.ess(idata, method="bulk")
+    tail_ds = az.ess(idata, method="tail")
+
+    def _values(ds: Any, name: str) -> np.ndarray:
+        return np.asarray(ds[name].to_numpy(), dtype=float).ravel()
 
     def _extreme(ds: Any, fn: Any) -> float:
-        vals = [np.asarray(ds[k].to_numpy(), dtype=float).ravel() for k in ds.data_vars]
-        vals = np.concatenate(vals)
+        vals = np.concatenate([_values(ds, k) for k in ds.data_vars])
         vals = vals[np.isfinite(vals)]
         return float(fn(vals)) if vals.size else float("nan")
 
-    rhat = _extreme(az.rhat(idata), np.max) if chains > 1 else float("nan")
-    bulk = _extreme(az.ess(idata, method="bulk"), np.min)
-    tail = _extreme(az.ess(idata, method="tail"), np.min)
+    per_variable: dict[str, dict[str, Any]] = {}
+    for name in bulk_ds.data_vars:
+        bulk = _values(bulk_ds, name)
+        rh = _values(rhat_ds, name) if rhat_ds is not None else np.full(bulk.shape, np.nan)
+        finite = np.where(np.isfinite(bulk), bulk, np.inf)
+        at = int(np.argmin(finite)) if bulk.size else 0
+        labels = bulk_ds[name].coords
+        dims = bulk_ds[name].dims
+        worst: Any = at
+        if len(dims) == 1 and dims[0] in labels:
+            worst = str(np.asarray(labels[dims[0]].to_numpy())[at])
+        per_variable[str(name)] = {
+            "entries": int(bulk.size),
+            "max_rhat": float(np.nanmax(rh)) if np.isfinite(rh).any() else float("nan"),
+            "min_ess_bulk": float(np.nanmin(bulk)) if np.isfinite(bulk).any() else float("nan"),
+            "over_rhat": int(np.sum(rh >= RHAT_MAX)),
+            "worst": worst,
+        }
+    rhat = _extreme(rhat_ds, np.max) if rhat_ds is not None else float("nan")
+    bulk = _extreme(bulk_ds, np.min)
+    tail = _extreme(tail_ds, np.min)
     div = 0
     children = getattr(idata, "children", {})
     if "sample_stats" in children and "diverging" in idata["sample_stats"].data_vars:
@@ -70,6 +99,7 @@ def diagnostics(idata: Any) -> dict[str, Any] | None:
         "min_ess_tail": tail,
         "divergences": div,
         "ok": bool(ok),
+        "per_variable": per_variable,
     }
 
 
@@ -98,6 +128,25 @@ def posterior_section(bn: Any, idata: Any, k: int = 3, prob: float = 0.94) -> li
                 f"**Warning: the sampler has not converged** (wanted r̂ < {RHAT_MAX}, ESS > "
                 f"{ESS_PER_CHAIN} per chain, no divergences): do not use these intervals; "
                 "run longer (`--draws`, `--tune`, `--chains`)."
+            )
+        add("")
+        add(
+            f"Per variable (r̂ < {RHAT_MAX} is a bar for one quantity: over thousands of "
+            "entries a few exceed it by chance even with independent draws, so read the count "
+            "beside the extreme):"
+        )
+        add("")
+        add(
+            f"| variable | entries | max r̂ | entries with r̂ ≥ {RHAT_MAX} | min bulk ESS | "
+            "entry of lowest bulk ESS |"
+        )
+        add("|---|---|---|---|---|---|")
+        for name, v in d["per_variable"].items():
+            rh = "n/a" if d["chains"] == 1 else f"{v['max_rhat']:.3f}"
+            over = "n/a" if d["chains"] == 1 else f"{v['over_rhat']:,}"
+            add(
+                f"| {name} | {v['entries']:,} | {rh} | {over} | {v['min_ess_bulk']:.0f} | "
+                f"{v['worst']} |"
             )
     lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
     for v in bn.nodes:

@@ -71,6 +71,22 @@ def test_diagnostics_pass_on_independent_chains_and_fail_with_a_warning() -> Non
     assert not stuck["ok"] and stuck["max_rhat"] > 1.5
     diverged = diagnostics(_idata(0.0, diverging=3))
     assert diverged["divergences"] == 3 and not diverged["ok"]
+    # per variable: the entries, how many miss the r̂ bar, and the entry of lowest ESS
+    assert good["per_variable"]["x"]["entries"] == 2
+    assert good["per_variable"]["x"]["over_rhat"] == 0
+    assert stuck["per_variable"]["x"]["over_rhat"] == 2
+    assert stuck["per_variable"]["x"]["max_rhat"] == stuck["max_rhat"]
+
+
+def test_diagnostics_name_the_entry_of_lowest_ess() -> None:
+    import arviz as az
+
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2, 400, 3))
+    x[:, :, 1] = np.cumsum(x[:, :, 1], axis=1)  # a random walk: far fewer effective draws
+    idata = az.from_dict({"posterior": {"x": x}}, coords={"k": ["p", "q", "r"]}, dims={"x": ["k"]})
+    d = diagnostics(idata)["per_variable"]["x"]
+    assert d["worst"] == "q" and d["min_ess_bulk"] < 50
 
 
 def test_section_shows_means_intervals_and_the_warning(records) -> None:
@@ -80,6 +96,8 @@ def test_section_shows_means_intervals_and_the_warning(records) -> None:
     idata = bn.sample(draws=1000, chains=4, random_seed=0)  # exact independent draws
     text = "\n".join(posterior_section(bn, idata))
     assert "max r̂" in text and "Warning" not in text
+    assert "| variable | entries | max r̂ |" in text
+    assert "| c_cpt | 6 | " in text
     draws = bn.cpt_draws(idata, "c")
     top = populated_configs(bn, "c", 1)[0]
     lo, hi = np.quantile(draws[:, top, 0], [0.03, 0.97])
