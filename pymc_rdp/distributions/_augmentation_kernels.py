@@ -306,6 +306,29 @@ def draw_theta(cell_n, alpha0, net, theta, buf):
                 theta[base + k] = buf[k] / s
 
 
+@per_record
+def forward_record(theta, net, z, rows, cells):
+    """Draw one record ``z ~ p(x | θ)`` by forward sampling (nodes in topological order), with
+    its row and cell of every family in ``rows`` and ``cells``."""
+    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
+    for v in range(card.shape[0]):
+        c = 0
+        for p in range(n_par[v]):
+            c += z[par[v, p]] * stride[v, p]
+        base = cell_off[v] + c * card[v]
+        u = np.random.random()
+        cum = 0.0
+        k = card[v] - 1
+        for kk in range(card[v] - 1):
+            cum += theta[base + kk]
+            if u < cum:
+                k = kk
+                break
+        z[v] = k
+        cells[v] = base + k
+        rows[v] = row_off[v] + c
+
+
 @njit(cache=True, nogil=True)
 def record_sweep(x, theta, net, obs, cell_n, row_n):
     """Record-level data augmentation given θ (Ju, Awan, Gong & Rao 2022, Algorithm 1).
@@ -323,22 +346,8 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
     new_row = np.empty(d, dtype=np.int64)
     accepted = 0
     for j in range(n):
+        forward_record(theta, net, xnew, new_row, new_cell)
         for v in range(d):
-            c = 0
-            for p in range(n_par[v]):
-                c += xnew[par[v, p]] * stride[v, p]
-            base = cell_off[v] + c * card[v]
-            u = np.random.random()
-            cum = 0.0
-            k = card[v] - 1
-            for kk in range(card[v] - 1):
-                cum += theta[base + kk]
-                if u < cum:
-                    k = kk
-                    break
-            xnew[v] = k
-            new_cell[v] = base + k
-            new_row[v] = row_off[v] + c
             _locate(x, j, v, card, n_par, par, stride, cell_off, row_off, old_row, old_cell, v)
         delta = 0.0
         for v in range(d):

@@ -53,34 +53,18 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_rdp.distributions._augmentation_kernels import _locate, _move, _unmove, per_record
+from pymc_rdp.distributions._augmentation_kernels import (
+    _locate,
+    _move,
+    _unmove,
+    forward_record,
+    per_record,
+)
 
 __all__ = ["DEFAULT_ATTEMPTS", "soma_sweep"]
 
 #: records each offer is tried against, by default
 DEFAULT_ATTEMPTS = 10
-
-
-@per_record
-def _forward(theta, net, new_row, new_cell, z):
-    """Draw a record ``z ~ p(x | θ)`` by forward sampling; its rows and cells per family."""
-    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
-    for v in range(card.shape[0]):
-        c = 0
-        for p in range(n_par[v]):
-            c += z[par[v, p]] * stride[v, p]
-        base = cell_off[v] + c * card[v]
-        u = np.random.random()
-        cum = 0.0
-        k = card[v] - 1
-        for kk in range(card[v] - 1):
-            cum += theta[base + kk]
-            if u < cum:
-                k = kk
-                break
-        z[v] = k
-        new_cell[v] = base + k
-        new_row[v] = row_off[v] + c
 
 
 @per_record
@@ -132,7 +116,7 @@ def soma_sweep(x, theta, n_offers, attempts, perm, net, obs, cell_n, row_n):
     rev = np.empty(m)
     accepted = 0
     for _ in range(n_offers):
-        _forward(theta, net, z_row, z_cell, z)
+        forward_record(theta, net, z, z_row, z_cell)
         for t in range(m):  # S = perm[:m], a uniform subset of m records
             q = t + np.random.randint(0, n - t)
             perm[t], perm[q] = perm[q], perm[t]

@@ -122,22 +122,7 @@ def birth_death(xbuf, n, n_moves, theta, log_prior, net, obs, cell_n, row_n):
         if np.random.random() < 0.5:  # birth
             if n >= n_max:
                 continue
-            for v in range(d):
-                c = 0
-                for p in range(n_par[v]):
-                    c += xbuf[n, par[v, p]] * stride[v, p]
-                base = cell_off[v] + c * card[v]
-                u = np.random.random()
-                cum = 0.0
-                s = card[v] - 1
-                for kk in range(card[v] - 1):
-                    cum += theta[base + kk]
-                    if u < cum:
-                        s = kk
-                        break
-                xbuf[n, v] = s
-                cells[v] = base + s
-                rows[v] = row_off[v] + c
+            k.forward_record(theta, net, xbuf[n], rows, cells)
             delta = log_prior[n + 1] - log_prior[n]
             for v in range(d):
                 delta += k._shift(
