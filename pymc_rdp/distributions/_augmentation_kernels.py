@@ -329,6 +329,25 @@ def forward_record(theta, net, z, rows, cells):
         rows[v] = row_off[v] + c
 
 
+@per_record
+def move_record(old_row, old_cell, new_row, new_cell, apply, net, obs, cell_n, row_n):
+    """Log ratio of the releases' densities ``η`` when one record moves from (``old_row``,
+    ``old_cell``) to (``new_row``, ``new_cell``), one entry per family; the tables keep the
+    move if ``apply``, else are restored."""
+    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
+    d = old_row.shape[0]
+    delta = 0.0
+    for v in range(d):
+        delta += _move(
+            v, old_row[v], old_cell[v], new_row[v], new_cell[v], False, cell_n, row_n, kind,
+            coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+        )  # fmt: skip
+    if not apply:
+        for v in range(d):
+            _unmove(old_row[v], old_cell[v], new_row[v], new_cell[v], cell_n, row_n)
+    return delta
+
+
 @njit(cache=True, nogil=True)
 def record_sweep(x, theta, net, obs, cell_n, row_n):
     """Record-level data augmentation given θ (Ju, Awan, Gong & Rao 2022, Algorithm 1).
@@ -337,7 +356,6 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
     min(1, η(y | s − t(x_j) + t(x*_j)) / η(y | s)). Returns the number of accepted records.
     """
     card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     n, d = x.shape
     xnew = np.empty(d, dtype=np.int64)
     old_cell = np.empty(d, dtype=np.int64)
@@ -349,12 +367,7 @@ def record_sweep(x, theta, net, obs, cell_n, row_n):
         forward_record(theta, net, xnew, new_row, new_cell)
         for v in range(d):
             _locate(x, j, v, card, n_par, par, stride, cell_off, row_off, old_row, old_cell, v)
-        delta = 0.0
-        for v in range(d):
-            delta += _move(
-                v, old_row[v], old_cell[v], new_row[v], new_cell[v], False, cell_n, row_n, kind,
-                coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
-            )  # fmt: skip
+        delta = move_record(old_row, old_cell, new_row, new_cell, True, net, obs, cell_n, row_n)
         if math.log(1.0 - np.random.random()) < delta:
             accepted += 1
             for v in range(d):

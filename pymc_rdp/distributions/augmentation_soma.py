@@ -55,9 +55,9 @@ from numba import njit
 
 from pymc_rdp.distributions._augmentation_kernels import (
     _locate,
-    _move,
     _unmove,
     forward_record,
+    move_record,
     per_record,
 )
 
@@ -65,24 +65,6 @@ __all__ = ["DEFAULT_ATTEMPTS", "soma_sweep"]
 
 #: records each offer is tried against, by default
 DEFAULT_ATTEMPTS = 10
-
-
-@per_record
-def _replace(old_row, old_cell, new_row, new_cell, apply, net, obs, cell_n, row_n):
-    """Log ratio ``log g`` of one record moved from (old rows, cells) to (new rows, cells); the
-    tables keep the move if ``apply``, else are restored."""
-    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
-    d = old_row.shape[0]
-    delta = 0.0
-    for v in range(d):
-        delta += _move(
-            v, old_row[v], old_cell[v], new_row[v], new_cell[v], False, cell_n, row_n, kind,
-            coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
-        )  # fmt: skip
-    if not apply:
-        for v in range(d):
-            _unmove(old_row[v], old_cell[v], new_row[v], new_cell[v], cell_n, row_n)
-    return delta
 
 
 @per_record
@@ -123,7 +105,7 @@ def soma_sweep(x, theta, n_offers, attempts, perm, net, obs, cell_n, row_n):
             for v in range(d):
                 _locate(x, perm[t], v, card, n_par, par, stride, cell_off, row_off,
                         rows[t], cells[t], v)  # fmt: skip
-            fwd[t] = _replace(rows[t], cells[t], z_row, z_cell, False, net, obs, cell_n, row_n)
+            fwd[t] = move_record(rows[t], cells[t], z_row, z_cell, False, net, obs, cell_n, row_n)
         log_g = _log_sum_exp(fwd, m)
         u = np.random.random()  # I with probability exp(fwd[I] - log_g)
         acc_p = 0.0
@@ -133,13 +115,13 @@ def soma_sweep(x, theta, n_offers, attempts, perm, net, obs, cell_n, row_n):
             if u < acc_p:
                 pick = t
                 break
-        _replace(rows[pick], cells[pick], z_row, z_cell, True, net, obs, cell_n, row_n)
+        move_record(rows[pick], cells[pick], z_row, z_cell, True, net, obs, cell_n, row_n)
         # reverse weights: the replaced record x_I offered in place of each record of S in x'
         for t in range(m):
             if t == pick:
                 rev[t] = -fwd[pick]
             else:
-                rev[t] = _replace(
+                rev[t] = move_record(
                     rows[t], cells[t], rows[pick], cells[pick], False, net, obs, cell_n, row_n
                 )
         log_ratio = log_g - _log_sum_exp(rev, m) - fwd[pick]
