@@ -43,9 +43,9 @@ def diagnostics(idata: Any) -> dict[str, Any] | None:
     "per_variable"}`` over every posterior variable, or None for fewer than 4 draws per chain.
 
     ``per_variable`` maps each variable to ``{"entries", "max_rhat", "min_ess_bulk",
-    "over_rhat", "worst"}``: its number of entries, its extremes, how many entries reach
-    r̂ >= :data:`RHAT_MAX`, and the label (coordinate value, else flat index) of its entry of
-    lowest bulk ESS.
+    "over_rhat"}``: its number of entries, its extremes and how many entries reach
+    r̂ >= :data:`RHAT_MAX`. (Which entry is worst is left out of the report: it varies with the
+    chain, so two neighbouring datasets' reports would differ in more than their numbers.)
     """
     import arviz as az
 
@@ -69,19 +69,11 @@ def diagnostics(idata: Any) -> dict[str, Any] | None:
     for name in bulk_ds.data_vars:
         bulk = _values(bulk_ds, name)
         rh = _values(rhat_ds, name) if rhat_ds is not None else np.full(bulk.shape, np.nan)
-        finite = np.where(np.isfinite(bulk), bulk, np.inf)
-        at = int(np.argmin(finite)) if bulk.size else 0
-        labels = bulk_ds[name].coords
-        dims = bulk_ds[name].dims
-        worst: Any = at
-        if len(dims) == 1 and dims[0] in labels:
-            worst = str(np.asarray(labels[dims[0]].to_numpy())[at])
         per_variable[str(name)] = {
             "entries": int(bulk.size),
             "max_rhat": float(np.nanmax(rh)) if np.isfinite(rh).any() else float("nan"),
             "min_ess_bulk": float(np.nanmin(bulk)) if np.isfinite(bulk).any() else float("nan"),
             "over_rhat": int(np.sum(rh >= RHAT_MAX)),
-            "worst": worst,
         }
     rhat = _extreme(rhat_ds, np.max) if rhat_ds is not None else float("nan")
     bulk = _extreme(bulk_ds, np.min)
@@ -136,18 +128,12 @@ def posterior_section(bn: Any, idata: Any, k: int = 3, prob: float = 0.94) -> li
             "beside the extreme):"
         )
         add("")
-        add(
-            f"| variable | entries | max r̂ | entries with r̂ ≥ {RHAT_MAX} | min bulk ESS | "
-            "entry of lowest bulk ESS |"
-        )
-        add("|---|---|---|---|---|---|")
+        add(f"| variable | entries | max r̂ | entries with r̂ ≥ {RHAT_MAX} | min bulk ESS |")
+        add("|---|---|---|---|---|")
         for name, v in d["per_variable"].items():
             rh = "n/a" if d["chains"] == 1 else f"{v['max_rhat']:.3f}"
             over = "n/a" if d["chains"] == 1 else f"{v['over_rhat']:,}"
-            add(
-                f"| {name} | {v['entries']:,} | {rh} | {over} | {v['min_ess_bulk']:.0f} | "
-                f"{v['worst']} |"
-            )
+            add(f"| {name} | {v['entries']:,} | {rh} | {over} | {v['min_ess_bulk']:.0f} |")
     lo, hi = (1 - prob) / 2, 1 - (1 - prob) / 2
     for v in bn.nodes:
         draws = bn.cpt_draws(idata, v)

@@ -78,17 +78,6 @@ def test_diagnostics_pass_on_independent_chains_and_fail_with_a_warning() -> Non
     assert stuck["per_variable"]["x"]["max_rhat"] == stuck["max_rhat"]
 
 
-def test_diagnostics_name_the_entry_of_lowest_ess() -> None:
-    import arviz as az
-
-    rng = np.random.default_rng(2)
-    x = rng.normal(size=(2, 400, 3))
-    x[:, :, 1] = np.cumsum(x[:, :, 1], axis=1)  # a random walk: far fewer effective draws
-    idata = az.from_dict({"posterior": {"x": x}}, coords={"k": ["p", "q", "r"]}, dims={"x": ["k"]})
-    d = diagnostics(idata)["per_variable"]["x"]
-    assert d["worst"] == "q" and d["min_ess_bulk"] < 50
-
-
 def test_section_shows_means_intervals_and_the_warning(records) -> None:
     import arviz as az
 
