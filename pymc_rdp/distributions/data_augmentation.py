@@ -245,7 +245,16 @@ class DataAugmentation(AugmentationStep):
         minimum bulk ESS 3.6 in 119 CPU s against 4.1 in 20 s; on Adult's Dirichlet release
         (one chain × (10 + 60), 4 attempts) 0.99 against 0.96 at 3.3 times the CPU time. The
         record move mixes slowly because the records and the CPTs move each other in small
-        steps, not because its proposals are rejected.
+        steps, not because its proposals are rejected. A second heat-bath sweep in the
+        Dirichlet default (``("gibbs", "gibbs", "subtree", "child_row")``; ε = 1 at
+        δ = 1e-6, 2 chains × (100 + 300) on two cores, ``benchmarks/bench_da.py --mechanism
+        dirichlet``, one seed per pair of runs, minimum bulk ESS per second of sampling over the
+        entries of rows >= 20 records) helped where the tables are large and hurt or did
+        nothing where they are small: Adult 1.81 and 1.85 against 0.92 and 0.81 (three sweeps:
+        0.73), child (N = 10⁴) 3.36 and 4.07 against 2.23 and 3.04, sachs (N = 10⁴) 10.7 and 9.3
+        against 6.8 and 9.9, but sachs (N = 10³) 45 against 73, asia (N = 10³ and 10⁴) 292 and
+        67 against 335 and 71, alarm (N = 10⁴) 0.38 and 0.22 against 0.41 and 0.27. The default
+        stays; for large tables pass the longer schedule.
     block_size : int or dict, optional
         Largest block ``m`` per node (default: about the sd of a cell count given its release,
         for Dirichlet releases ``sqrt(N / (cells · r))``).
