@@ -60,7 +60,9 @@ __all__ = ["KEY_SPACE_LIMIT", "gibbs_sweep", "radix_order"]
 KEY_SPACE_LIMIT = 2.0**62
 
 
-@per_record
+#: inlined into the sweep at numba's IR level: as a call, each of the one or two per record passed
+#: its twenty-odd arrays field by field, and a sweep on Adult took 41 ms instead of 28
+@njit(cache=True, nogil=True, inline="always")
 def _weight(
     v, k, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
