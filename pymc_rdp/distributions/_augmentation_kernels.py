@@ -101,8 +101,21 @@ def _add_terms(
 ):  # fmt: skip
     """Log change of the target when ``d`` (±1) records join (cell, row) of family ``v`` (row
     unchanged if ``row < 0``; ``bd``: with the Bayesian-Dirichlet terms); tables not modified."""
+    return _add_terms_from(
+        v, cell, row, d, bd, 0, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell,
+        lgd_row, cell_n, row_n,
+    )  # fmt: skip
+
+
+@per_record
+def _add_terms_from(
+    v, cell, row, d, bd, off, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell,
+    lgd_row, cell_n, row_n,
+):  # fmt: skip
+    """:func:`_add_terms` from the tables with ``off`` records added to the cell and the row
+    (``off = −1``: as if one record of them were out), without writing them."""
     kv = kind[v]
-    na = cell_n[cell]
+    na = cell_n[cell] + off
     nb = na + d
     delta = _cell_term(kv, coef[v], r[v], y[cell], logt[cell], acell[cell], nb) - _cell_term(
         kv, coef[v], r[v], y[cell], logt[cell], acell[cell], na
@@ -112,7 +125,7 @@ def _add_terms(
     if kv == 4:
         delta -= lgd_cell[v, nb] - lgd_cell[v, na]
     if row >= 0:
-        ma = row_n[row]
+        ma = row_n[row] + off
         mb = ma + d
         delta += _row_term(kv, r[v], arow[row], mb) - _row_term(kv, r[v], arow[row], ma)
         if bd:

@@ -25,7 +25,9 @@ and these differ between states, ``v``'s stride in a child's configuration index
 So within a group, with the weights ``A_k`` of the current tables kept:
 
 * for record ``j`` in state ``k₀``, taking ``j`` out of the tables changes the cells of ``k₀``
-  only: its conditional weights are ``A_k`` for ``k ≠ k₀`` and ``W_{k₀}`` recomputed once;
+  only: its conditional weights are ``A_k`` for ``k ≠ k₀`` and ``W_{k₀}`` recomputed once, read
+  from the tables with one record fewer in the cells of ``k₀`` (nothing is written unless the
+  record moves; the draws are those of taking it out and putting it back);
 * after the draw ``k₁ ≠ k₀``, the cells of ``k₀`` are those without ``j`` (``A_{k₀}`` is the
   value just computed) and only ``A_{k₁}`` is recomputed.
 
@@ -52,7 +54,7 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_rdp.distributions._augmentation_kernels import _add_terms, _config, per_record
+from pymc_rdp.distributions._augmentation_kernels import _add_terms_from, _config, per_record
 
 __all__ = ["KEY_SPACE_LIMIT", "gibbs_sweep", "radix_order"]
 
@@ -66,53 +68,23 @@ KEY_SPACE_LIMIT = 2.0**62
 def _weight(
     v, k, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
-    cell_n, row_n,
+    cell_n, row_n, off,
 ):  # fmt: skip
     """``W_k`` of the module notes for a record of ``v``'s row ``base`` (first cell), children's
-    rows without ``v`` ``cw0`` and children's states ``xw``, the record out of the tables."""
-    t = _add_terms(
-        v,
-        base + k,
-        -1,
-        1,
-        True,
-        kind,
-        coef,
-        r,
-        y,
-        logt,
-        acell,
-        arow,
-        lg_cell,
-        lg_row,
-        lgd_cell,
-        lgd_row,
-        cell_n,
-        row_n,
-    )
+    rows without ``v`` ``cw0`` and children's states ``xw``, the record out of the tables: the
+    tables as they are (``off = 0``) or, for the record's own state, as if it were taken out
+    (``off = −1``, nothing written)."""
+    t = _add_terms_from(
+        v, base + k, -1, 1, True, off, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row,
+        lgd_cell, lgd_row, cell_n, row_n,
+    )  # fmt: skip
     for i in range(n_ch[v]):
         w = ch[v, i]
         cw = cw0[i] + k * cs[v, i]
-        t += _add_terms(
-            w,
-            cell_off[w] + cw * card[w] + xw[i],
-            row_off[w] + cw,
-            1,
-            True,
-            kind,
-            coef,
-            r,
-            y,
-            logt,
-            acell,
-            arow,
-            lg_cell,
-            lg_row,
-            lgd_cell,
-            lgd_row,
-            cell_n,
-            row_n,
-        )
+        t += _add_terms_from(
+            w, cell_off[w] + cw * card[w] + xw[i], row_off[w] + cw, 1, True, off, kind, coef, r,
+            y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row, cell_n, row_n,
+        )  # fmt: skip
     return t
 
 
@@ -252,7 +224,7 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
                 a[k] = _weight(
                     v, k, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
                     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
-                    cell_n, row_n,
+                    cell_n, row_n, 0,
                 )  # fmt: skip
             ref = _rebase(a, p, kv)
             h = g
@@ -263,20 +235,21 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
                 k0 = x[j, v]
                 full = a[k0]
                 p_full = p[k0]
-                _shift_record(
-                    v, k0, -1, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch, cell_n, row_n
-                )
+                # the record's own state weighed as if it were out of the tables (nothing is
+                # written unless it moves: most records stay, 55 % on Adult, 91 % on alarm)
                 a[k0] = _weight(
                     v, k0, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
                     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
-                    cell_n, row_n,
+                    cell_n, row_n, -1,
                 )  # fmt: skip
                 p[k0] = math.exp(a[k0] - ref)
                 total = 0.0
                 for k in range(kv):
                     total += p[k]
+                rebased = False
                 if not (_LOW < total < _HIGH):  # drifted far from the reference: re-anchor
                     ref = _rebase(a, p, kv)
+                    rebased = True
                     total = 0.0
                     for k in range(kv):
                         total += p[k]
@@ -288,19 +261,24 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
                     if u < acc:
                         k1 = k
                         break
-                x[j, v] = k1
-                _shift_record(
-                    v, k1, 1, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch, cell_n, row_n
-                )
-                if k1 == k0:  # the tables are as before the record was taken out
+                if k1 == k0:  # the tables stay as they are
                     a[k0] = full
-                    p[k0] = p_full
+                    p[k0] = math.exp(full - ref) if rebased else p_full
                 else:  # a[k0] is that of the tables without j, as they now are at k0
                     changed += 1
+                    x[j, v] = k1
+                    _shift_record(
+                        v, k0, -1, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
+                        cell_n, row_n,
+                    )  # fmt: skip
+                    _shift_record(
+                        v, k1, 1, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
+                        cell_n, row_n,
+                    )  # fmt: skip
                     a[k1] = _weight(
                         v, k1, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
                         kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
-                        cell_n, row_n,
+                        cell_n, row_n, 0,
                     )  # fmt: skip
                     p[k1] = math.exp(a[k1] - ref)
             g = h

@@ -122,3 +122,28 @@ def test_radix_order_is_a_stable_sort(case):
     keys = np.array(values, dtype=np.int64)
     order = gibbs.radix_order(keys, 2.0**bits)
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+
+
+def test_re_anchoring_the_cached_weights_leaves_the_draws_unchanged(monkeypatch):
+    """Each group keeps its weights as ``exp(W_k − ref)`` and re-anchors ``ref`` when their sum
+    leaves ``(_LOW, _HIGH)``. Re-anchoring at every record (both bounds at 1) or at some of them
+    (bounds inside the sum's range ``[1, K]``) must not change a single draw: a record that stays
+    must get back its weight on the current reference, not on the one before (restoring the old
+    one skewed the group's later conditionals until the next re-anchoring; the sweep's Python
+    source is run, so the bounds can be changed)."""
+    da = _sampler()
+    start = da._records(np.random.default_rng(3))
+    runs = []
+    for low, high in [(gibbs._LOW, gibbs._HIGH), (1.0, 1.0), (0.9, 1.6), (0.9, 2.5)]:
+        monkeypatch.setattr(gibbs, "_LOW", low)
+        monkeypatch.setattr(gibbs, "_HIGH", high)
+        x = start.copy()
+        cell_n, row_n = _tables(da, x)
+        np.random.seed(21)  # noqa: NPY002 (the Python source draws from numpy's global generator)
+        changed = 0
+        for _ in range(3):
+            changed += gibbs.gibbs_sweep.py_func(x, da._net, da._obs, cell_n, row_n)[0]
+        runs.append((x, changed))
+    assert runs[0][1] > 0
+    for x, _ in runs[1:]:
+        np.testing.assert_array_equal(runs[0][0], x)
