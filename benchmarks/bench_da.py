@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> None:
     floor = _independent_reference(args.chains, args.draws, entries)
     print(
         f"independent draws of the same shape ({args.chains} x {args.draws} draws of the {entries} "
-        f"entries): min bulk ESS {', '.join(f'{m:.0f}' for m in floor)} in three simulations"
+        f"entries): min bulk ESS {', '.join(f'{m:.0f}' for m in floor)} in {len(floor)} simulations"
     )
 
 
