@@ -56,7 +56,7 @@ def test_short_augmentation_run_records_resumes_and_reports(tmp_path):
             assert r["chains"] == 2 and r["draws"] == 12
             assert r["sampler"] == "data_augmentation"
             assert r["min_ess"] > 0 and np.isfinite(r["max_rhat"])
-            defaults = {"dirichlet": "gibbs,subtree,child_row"}  # the sampler's defaults
+            defaults = {"dirichlet": "gibbs,pair,subtree,child_row"}  # the sampler's defaults
             assert r["moves"] == defaults.get(r["noise"], "gibbs,gibbs,gibbs,subtree")
             assert all(0.0 <= a <= 1.0 for a in r["accept"].values())
     assert study.main([*args, "--resume"]) == results

@@ -4,7 +4,7 @@ and defaulted.
 :class:`~pymc_rdp.distributions.data_augmentation.DataAugmentation` takes categorical states per
 node, a schedule of moves (:data:`MOVES`, each listed as often as it runs per iteration; by
 default three heat-bath sweeps then subtree moves, ``("gibbs", "gibbs", "gibbs", "subtree")``,
-for a known ``N`` (one sweep, subtree and child-row moves when every release is a
+for a known ``N`` (one sweep, pair, subtree and child-row moves when every release is a
 Dirichlet-mechanism release), ``("record",)`` for an unknown one, as the collapsed moves need a
 fixed ``N``), and the
 block sizes, the proposals per iteration and the birth/death proposals either as one integer,
@@ -51,6 +51,7 @@ MOVES = (
     "ancillary",
     "swap",
     "soma",
+    "pair",
 )
 _DEFAULT_MOVES = ("gibbs", "gibbs", "gibbs", "subtree")
 

@@ -41,8 +41,8 @@ Moves
     leaves most uncertain, move as often as large ones. Block sizes adapt during tuning.
 ``"gibbs"``
     Collapsed heat-bath updates (by default three sweeps per iteration, one for Dirichlet
-    releases): every record's state at every node drawn from its full conditional over the
-    node's Markov blanket
+    releases, followed there by pair moves): every record's state at every node drawn from its
+    full conditional over the node's Markov blanket
     (:mod:`pymc_rdp.distributions.augmentation_gibbs`; records that share a Markov-blanket
     configuration share their conditional weights).
     A record moves to the states its other attributes fit, which random block moves rarely find.
@@ -71,6 +71,15 @@ Moves
     only the node's own table changes, in two rows. It moves the composition of rows that the
     children's tables pool, which heat-bath updates move one record at a time. ``N``
     proposals per node with a parent outside its children's families.
+``"pair"``
+    Collapsed: in every group of records that share a node's Markov blanket (the heat-bath
+    sweep's groups, exchangeable for the node), the node's states paired at random and the
+    split of each pair's records between its two states redrawn from its conditional
+    distribution, within a window of three block sizes each way with a Metropolis–Hastings
+    correction when the window does not hold the whole range
+    (:mod:`pymc_rdp.distributions.augmentation_pairs`). A wide count crosses its posterior in
+    one step where heat-bath updates random-walk it one record at a time; in the default for
+    Dirichlet releases.
 ``"soma"``
     θ | x conjugately, then ``N`` single-offer-multiple-attempts moves (Xiong & Ju 2025,
     :mod:`pymc_rdp.distributions.augmentation_soma`): a record ``z ~ p(x | θ)`` is offered in
@@ -158,7 +167,13 @@ _ROW_CAP = 30
 #: sqrt(N / (cells r)), are hundreds of records, so each proposal moves many more of them
 _DIRICHLET_ROW_BUDGET = 20
 #: the default moves when every release is a Dirichlet-mechanism release (and N is known)
-_DIRICHLET_MOVES = ("gibbs", "subtree", "child_row")
+_DIRICHLET_MOVES = ("gibbs", "pair", "subtree", "child_row")
+#: half-width of a pair move's window, in block sizes (about a cell count's sd given its release)
+_PAIR_WINDOW = 3.0
+#: groups of fewer records make no pair moves: a lone record's pair move is a heat-bath update
+#: over two states, which the sweep already makes (on Adult's Dirichlet release they were 27 %
+#: of a pair sweep's time)
+_PAIR_MIN_GROUP = 2
 #: nodes redrawn by a subtree move (the node and its descendants) before its proposals shrink
 _TREE_WIDTH = 6
 
@@ -203,11 +218,11 @@ class DataAugmentation(AugmentationStep):
         Concentration of the ``Dirichlet(α₀)`` prior of every CPT row.
     moves : sequence of str
         The moves of one iteration, in order, each one of :data:`MOVES` ("record", "site",
-        "block", "row_block", "gibbs", "subtree", "child_row", "ancillary", "swap", "soma";
-        module notes).
+        "block", "row_block", "gibbs", "subtree", "child_row", "ancillary", "swap", "soma",
+        "pair"; module notes).
         Default ``("record",)`` for an unknown N (the collapsed moves need a fixed N),
-        ``("gibbs", "subtree", "child_row")`` when every release is a Dirichlet-mechanism
-        release, else
+        ``("gibbs", "pair", "subtree", "child_row")`` when every release is a
+        Dirichlet-mechanism release, else
         ``("gibbs", "gibbs", "gibbs", "subtree")`` (a move listed k times runs k times per
         iteration; its acceptance rate is the mean of its runs). On Adult (all 32,561 records,
         Gaussian tables at (1, 1e-6), 2 chains × (100 + 500), ``benchmarks/bench_da.py``) the
@@ -253,8 +268,29 @@ class DataAugmentation(AugmentationStep):
         nothing where they are small: Adult 1.81 and 1.85 against 0.92 and 0.81 (three sweeps:
         0.73), child (N = 10⁴) 3.36 and 4.07 against 2.23 and 3.04, sachs (N = 10⁴) 10.7 and 9.3
         against 6.8 and 9.9, but sachs (N = 10³) 45 against 73, asia (N = 10³ and 10⁴) 292 and
-        67 against 335 and 71, alarm (N = 10⁴) 0.38 and 0.22 against 0.41 and 0.27. The default
-        stays; for large tables pass the longer schedule.
+        67 against 335 and 71, alarm (N = 10⁴) 0.38 and 0.22 against 0.41 and 0.27. That
+        schedule was not adopted; pair moves after the sweep were (``"pair"``). On fixed
+        releases (``--release-seed``), the earlier default ``("gibbs", "subtree",
+        "child_row")`` against the new one, minimum bulk ESS per second of sampling over the
+        entries of rows >= 20 records, 2 chains × (100 + 300) on two cores: Adult 1.48–2.01
+        against 0.56–1.14 (one release, three MCMC seeds; at the 1 % quantile of the entries
+        3.52–3.54 against 3.23–3.37) and 1.98 against 0.92 on a second release; alarm
+        (N = 10⁴, three seeds) 0.38–0.88 against 0.33–0.71, at the 1 % quantile 1.08–1.20
+        against 1.00–1.21, a wash at the tail (the median entry reached 311–321 against
+        219–229 in 2 × 300 draws, about 1.2× per second); child (N = 10⁴, six runs on four
+        releases) 3.0–4.4 against 1.9–5.4, geometric means 3.9 and 3.7 (the earlier default's
+        minimum swung between about 2 and 5.4 from run to run); insurance (N = 10⁴, four
+        releases) 0.23–0.87 against 0.34–0.71; sachs 16.8 against 14.3 (N = 10⁴) and 84
+        against 69 (N = 10³); asia at the ESS of independent draws either way. One run's
+        minimum is noisy (the earlier default gave 0.41 and 0.94 per second on one alarm
+        release with two seeds), hence the repeats; the runs on child (four of six), insurance,
+        sachs and asia were made before groups of one record were left out of pair moves. For
+        Gaussian releases pair moves are in no default: on alarm (N = 10⁴, one
+        release) ``("gibbs", "gibbs", "pair", "subtree")`` gave 1.54 and
+        ``("gibbs", "pair", "pair", "subtree")`` 0.82 against 1.98 for the default, and on
+        Adult (fixed releases, one chain per process and core, 2 × (100 + 450)) the first gave
+        a minimum ESS of 165 in 54 s against 161 in 60 s, the second 222, 154 and 139 in 57 s
+        with 2 × (100 + 560) against 161, 265 and 245 in 55–57 s.
     block_size : int or dict, optional
         Largest block ``m`` per node (default: about the sd of a cell count given its release,
         for Dirichlet releases ``sqrt(N / (cells · r))``).
@@ -553,6 +589,7 @@ class DataAugmentation(AugmentationStep):
         from pymc_rdp.distributions import augmentation_ancillary as ka
         from pymc_rdp.distributions import augmentation_gibbs as kg
         from pymc_rdp.distributions import augmentation_moves as km
+        from pymc_rdp.distributions import augmentation_pairs as kp
         from pymc_rdp.distributions import augmentation_soma as ko
         from pymc_rdp.distributions import augmentation_subtree as kt
         from pymc_rdp.distributions import augmentation_swap as ks
@@ -613,6 +650,9 @@ class DataAugmentation(AugmentationStep):
         # swap moves: N proposals per node whose rows its children's tables pool
         n_ctx, ctx, swappable = ks.swap_contexts(net[1], net[2], n_ch, ch, net[0])
         perm = np.arange(self.n_records, dtype=np.int64)  # soma: the subsets' shuffle
+        # pair moves: windows of _PAIR_WINDOW block sizes each way, log k! up to N
+        pair_width = np.array([max(1, round(_PAIR_WINDOW * m)) for m in sizes], dtype=np.int64)
+        log_fact = kp.log_factorials(self.n_records if "pair" in self.moves else 0)
 
         def descend(sweep, units, per, size, cap, it):
             """One sweep of subtree-type moves over ``units`` (nodes or edges) at iteration
@@ -648,6 +688,11 @@ class DataAugmentation(AugmentationStep):
                     rates[move] = a / max(1, p)
                 elif move == "gibbs":
                     a, p = kg.gibbs_sweep(x, net, obs, cell_n, row_n, key_limit)
+                    rates[move] = a / max(1, p)
+                elif move == "pair":
+                    a, p = kp.pair_sweep(
+                        x, net, obs, cell_n, row_n, pair_width, log_fact, key_limit, _PAIR_MIN_GROUP
+                    )
                     rates[move] = a / max(1, p)
                 elif move == "subtree":
                     rates[move] = descend(

@@ -211,7 +211,10 @@ CASES = [
     ("dirichlet", ("subtree",)),
     ("dirichlet", ("gibbs", "subtree")),
     ("dirichlet_cell_alpha", ("record",)),
-    ("dirichlet_cell_alpha", ("gibbs", "subtree", "child_row")),  # the default
+    ("dirichlet_cell_alpha", ("gibbs", "subtree", "child_row")),  # the earlier default
+    ("dirichlet_cell_alpha", ("gibbs", "pair", "subtree", "child_row")),  # the default
+    ("dirichlet", ("gibbs", "pair", "subtree", "child_row")),
+    ("gaussian", ("gibbs", "pair", "subtree")),
     ("gaussian", ("ancillary",)),
     ("laplace", ("ancillary",)),
     ("dirichlet", ("ancillary",)),
@@ -277,8 +280,8 @@ def _v_releases(mechanism: str):
 @pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
 @pytest.mark.parametrize(
     "moves",
-    [("child_row",), ("gibbs", "child_row"), ("gibbs", "subtree", "child_row")],  # the last:
-)  # the default for Dirichlet releases
+    [("child_row",), ("gibbs", "child_row"), ("gibbs", "pair", "subtree", "child_row")],  # the
+)  # last: the default for Dirichlet releases
 def test_child_row_moves_match_enumeration(mechanism, moves):
     """Parents' values moved within rows of their child (both edges of the v-structure)."""
     from pymc_rdp.distributions.augmentation_subtree import child_row_edges, descendants
@@ -559,7 +562,8 @@ def test_chains_in_threads_give_the_draws_of_chains_in_turn(moves):
 
 def test_default_moves_follow_the_releases():
     """Additive noise: three Gibbs sweeps + subtree moves; Dirichlet releases: one Gibbs sweep,
-    subtree moves and child-row moves; an unknown N: record moves (with birth/death moves)."""
+    pair moves, subtree moves and child-row moves; an unknown N: record moves (with birth/death
+    moves)."""
     assert DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N).moves == (
         "gibbs",
         "gibbs",
@@ -568,6 +572,7 @@ def test_default_moves_follow_the_releases():
     )
     assert DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), N).moves == (
         "gibbs",
+        "pair",
         "subtree",
         "child_row",
     )
