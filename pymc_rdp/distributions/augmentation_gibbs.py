@@ -56,7 +56,7 @@ from numba import njit
 
 from pymc_rdp.distributions._augmentation_kernels import _add_terms_from, _config, per_record
 
-__all__ = ["KEY_SPACE_LIMIT", "gibbs_sweep", "radix_order"]
+__all__ = ["KEY_SPACE_LIMIT", "gibbs_sweep", "group_order", "radix_order"]
 
 #: largest key space grouped (keys are int64); beyond it records are updated one by one
 KEY_SPACE_LIMIT = 2.0**62
@@ -181,6 +181,19 @@ def radix_order(keys, space):
 
 
 @njit(cache=True, nogil=True)
+def group_order(v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, limit):
+    """The records in the order that groups them for node ``v``: ``keys`` filled with every
+    record's key (:func:`_keys`) and the indices that sort them; when the key space exceeds
+    ``limit``, every record its own group (``keys[j] = j``, the records in index order)."""
+    if _keys(v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, limit):
+        return radix_order(keys, _key_space(v, card, cell_off, n_ch, ch))
+    order = np.arange(x.shape[0])
+    for j in range(x.shape[0]):
+        keys[j] = j
+    return order
+
+
+@njit(cache=True, nogil=True)
 def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
     """Collapsed heat-bath updates of every record at every node with two or more states,
     grouped by key (module notes); a node whose key space exceeds ``key_space_limit`` updates
@@ -204,14 +217,9 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
         kv = card[v]
         if kv < 2 or n == 0:
             continue
-        if _keys(
+        order = group_order(
             v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, key_space_limit
-        ):
-            order = radix_order(keys, _key_space(v, card, cell_off, n_ch, ch))
-        else:  # groups of one record
-            order = np.arange(n)
-            for j in range(n):
-                keys[j] = j
+        )
         g = 0
         while g < n:
             j0 = order[g]

@@ -66,12 +66,7 @@ from pymc_rdp.distributions._augmentation_kernels import (
     _row_term,
     per_record,
 )
-from pymc_rdp.distributions.augmentation_gibbs import (
-    _child_strides,
-    _key_space,
-    _keys,
-    radix_order,
-)
+from pymc_rdp.distributions.augmentation_gibbs import _child_strides, group_order
 
 __all__ = ["log_factorials", "pair_sweep"]
 
@@ -208,14 +203,9 @@ def pair_sweep(x, net, obs, cell_n, row_n, half_width, log_fact, key_space_limit
             continue
         h_v = half_width[v]
         nc = n_ch[v]
-        if _keys(
+        order = group_order(
             v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, key_space_limit
-        ):
-            order = radix_order(keys, _key_space(v, card, cell_off, n_ch, ch))
-        else:
-            order = np.arange(n)
-            for j in range(n):
-                keys[j] = j
+        )
         g = 0
         while g < n:
             j0 = order[g]

@@ -287,7 +287,9 @@ class DataAugmentation(AugmentationStep):
         sachs and asia were made before groups of one record were left out of pair moves. For
         Gaussian releases pair moves are in no default: on alarm (N = 10⁴, one
         release) ``("gibbs", "gibbs", "pair", "subtree")`` gave 1.54 and
-        ``("gibbs", "pair", "pair", "subtree")`` 0.82 against 1.98 for the default, and on
+        ``("gibbs", "pair", "pair", "subtree")`` 0.82 against 1.98 for the default (the first,
+        three MCMC seeds on another release: 0.54–2.28 against 1.71–2.10, at the 1 % quantile
+        2.66–3.37 against 2.50–2.90, a wash at 12 % less time per iteration), and on
         Adult (fixed releases, one chain per process and core, 2 × (100 + 450)) the first gave
         a minimum ESS of 165 in 54 s against 161 in 60 s, the second 222, 154 and 139 in 57 s
         with 2 × (100 + 560) against 161, 265 and 245 in 55–57 s.

@@ -8,6 +8,8 @@ import math
 
 import numpy as np
 import pytest
+import test_augmentation_gibbs as gibbs_tests
+from test_augmentation_gibbs import STATES, STRUCTURE, N, _tables
 from test_distributions_data_augmentation import RELEASES, exact_moments, max_z
 from test_distributions_data_augmentation import STATES as STATES_SMALL
 from test_distributions_data_augmentation import STRUCTURE as STRUCTURE_SMALL
@@ -17,39 +19,22 @@ from pymc_rdp.distributions import _augmentation_kernels as kernels
 from pymc_rdp.distributions import augmentation_gibbs as gibbs
 from pymc_rdp.distributions import augmentation_pairs as pairs
 from pymc_rdp.distributions.data_augmentation import DataAugmentation
-from pymc_rdp.privacy.mechanisms import DirichletMechanism, GaussianMechanism
-
-# a has children b and c; c has co-parent b
-STRUCTURE = {"a": [], "b": ["a"], "c": ["a", "b"]}
-STATES = {"a": [0, 1, 2], "b": [0, 1], "c": [0, 1, 2]}
-N = 40
+from pymc_rdp.privacy.mechanisms import DirichletMechanism
 
 
 def _sampler(mechanism: str) -> DataAugmentation:
-    rng = np.random.default_rng(0)
+    """The heat-bath tests' network (a → b, a → c, b → c; N = 40) with Gaussian releases, or
+    Dirichlet releases of the same tables."""
     if mechanism == "gaussian":
-        g = GaussianMechanism(1.5, math.sqrt(2))
-        releases = {
-            "a": (rng.normal(N / 3, 2, 3), g),
-            "b": (rng.normal(N / 6, 2, (3, 2)), g),
-            "c": (rng.normal(N / 18, 2, (6, 3)), g),
-        }
-    else:
-        mech = DirichletMechanism(0.6, 1.5, math.sqrt(2), 1.0)
-        releases = {
-            "a": (rng.dirichlet(np.ones(3), 1), mech),
-            "b": (rng.dirichlet(np.ones(2), 3), mech),
-            "c": (rng.dirichlet(np.ones(3), 6), mech),
-        }
+        return gibbs_tests._sampler()
+    rng = np.random.default_rng(0)
+    mech = DirichletMechanism(0.6, 1.5, math.sqrt(2), 1.0)
+    releases = {
+        "a": (rng.dirichlet(np.ones(3), 1), mech),
+        "b": (rng.dirichlet(np.ones(2), 3), mech),
+        "c": (rng.dirichlet(np.ones(3), 6), mech),
+    }
     return DataAugmentation(STRUCTURE, STATES, releases, N, moves=("pair",))
-
-
-def _tables(da, x):
-    net = da._net
-    cell_n = np.zeros(int(net[4][-1]), dtype=np.int64)
-    row_n = np.zeros(int(net[5][-1]), dtype=np.int64)
-    kernels.tabulate(x, net, cell_n, row_n)
-    return cell_n, row_n
 
 
 @pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
