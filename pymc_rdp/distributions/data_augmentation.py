@@ -397,7 +397,8 @@ class DataAugmentation(AugmentationStep):
         dirichlet = all(o.count_sd is None for o in self.observations.values())
         if moves is None and self.n_records is not None and dirichlet:
             # one heat-bath sweep per iteration: chosen when a sweep cost about 2.5 times one
-            # for additive noise (the log-gamma terms; tabulated since, about 1.2 times on Adult)
+            # for additive noise (the log-gamma terms; tabulated since, about 1.2 times on Adult);
+            # pair moves after it, which cross a loosely pinned count in one step
             self.moves = _DIRICHLET_MOVES
         self.accountant = accountant
         self.block_size = per_node_setting(
