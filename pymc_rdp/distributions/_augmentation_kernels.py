@@ -94,6 +94,31 @@ def _row_term(kv, r_v, arow_r, n):
     return 0.0
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _cell_value(v, cell, n, bd, kind, coef, r, y, logt, acell, lg_cell, lgd_cell):
+    """The whole cell term of ``v``'s family at count ``n``: the release's, with the BD score's
+    if ``bd`` (the tabulated Dirichlet kind's log Γ term read from ``lgd_cell``)."""
+    kv = kind[v]
+    t = _cell_term(kv, coef[v], r[v], y[cell], logt[cell], acell[cell], n)
+    if bd:
+        t += lg_cell[v, n]
+    if kv == 4:
+        t -= lgd_cell[v, n]
+    return t
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _row_value(v, row, n, bd, kind, r, arow, lg_row, lgd_row):
+    """The whole row term of ``v``'s family at total ``n`` (:func:`_cell_value`'s pair)."""
+    kv = kind[v]
+    t = _row_term(kv, r[v], arow[row], n)
+    if bd:
+        t -= lg_row[v, n]
+    if kv == 4:
+        t += lgd_row[v, n]
+    return t
+
+
 @per_record
 def _add_terms(
     v, cell, row, d, bd, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell,
@@ -272,19 +297,12 @@ def log_target(cell_n, row_n, bd, net, obs):
         n_cfg = (cell_off[v + 1] - cell_off[v]) // card[v]
         for c in range(n_cfg):
             row = row_off[v] + c
-            total += _row_term(kind[v], r[v], arow[row], row_n[row])
-            if bd:
-                total -= lg_row[v, row_n[row]]
-            if kind[v] == 4:
-                total += lgd_row[v, row_n[row]]
+            total += _row_value(v, row, row_n[row], bd, kind, r, arow, lg_row, lgd_row)
             for k in range(card[v]):
                 cell = cell_off[v] + c * card[v] + k
-                n = cell_n[cell]
-                total += _cell_term(kind[v], coef[v], r[v], y[cell], logt[cell], acell[cell], n)
-                if bd:
-                    total += lg_cell[v, n]
-                if kind[v] == 4:
-                    total -= lgd_cell[v, n]
+                total += _cell_value(
+                    v, cell, cell_n[cell], bd, kind, coef, r, y, logt, acell, lg_cell, lgd_cell
+                )
     return total
 
 

@@ -61,9 +61,9 @@ import numpy as np
 from numba import njit
 
 from pymc_rdp.distributions._augmentation_kernels import (
-    _cell_term,
+    _cell_value,
     _config,
-    _row_term,
+    _row_value,
     per_record,
 )
 from pymc_rdp.distributions.augmentation_gibbs import _child_strides, group_order
@@ -74,26 +74,6 @@ __all__ = ["log_factorials", "pair_sweep"]
 def log_factorials(n: int) -> np.ndarray:
     """``log k!`` for ``k = 0..n`` (float64)."""
     return np.array([math.lgamma(k + 1.0) for k in range(n + 1)], dtype=np.float64)
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _cell_value(v, cell, n, kind, coef, r, y, logt, acell, lg_cell, lgd_cell):
-    """The cell term of ``v``'s family at count ``n``: the release's and the BD score's."""
-    kv = kind[v]
-    t = _cell_term(kv, coef[v], r[v], y[cell], logt[cell], acell[cell], n) + lg_cell[v, n]
-    if kv == 4:
-        t -= lgd_cell[v, n]
-    return t
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _row_value(v, row, n, kind, r, arow, lg_row, lgd_row):
-    """The row term of ``v``'s family at total ``n``."""
-    kv = kind[v]
-    t = _row_term(kv, r[v], arow[row], n) - lg_row[v, n]
-    if kv == 4:
-        t += lgd_row[v, n]
-    return t
 
 
 @per_record
@@ -133,23 +113,25 @@ def _pair_weights(
         s = mm - m
         t = log_fact[total] - log_fact[mm] - log_fact[total - mm]
         t += _cell_value(
-            v, cells[0], cell0[0] + s, kind, coef, r, y, logt, acell, lg_cell, lgd_cell
+            v, cells[0], cell0[0] + s, True, kind, coef, r, y, logt, acell, lg_cell, lgd_cell
         )
         t += _cell_value(
-            v, cells[1], cell0[1] - s, kind, coef, r, y, logt, acell, lg_cell, lgd_cell
+            v, cells[1], cell0[1] - s, True, kind, coef, r, y, logt, acell, lg_cell, lgd_cell
         )
         for q in range(nc):
             w = ch[v, q]
             t += _cell_value(
-                w, cells[2 + 2 * q], cell0[2 + 2 * q] + s, kind, coef, r, y, logt, acell,
+                w, cells[2 + 2 * q], cell0[2 + 2 * q] + s, True, kind, coef, r, y, logt, acell,
                 lg_cell, lgd_cell,
             )  # fmt: skip
             t += _cell_value(
-                w, cells[3 + 2 * q], cell0[3 + 2 * q] - s, kind, coef, r, y, logt, acell,
+                w, cells[3 + 2 * q], cell0[3 + 2 * q] - s, True, kind, coef, r, y, logt, acell,
                 lg_cell, lgd_cell,
             )  # fmt: skip
-            t += _row_value(w, rows[2 * q], row0[2 * q] + s, kind, r, arow, lg_row, lgd_row)
-            t += _row_value(w, rows[2 * q + 1], row0[2 * q + 1] - s, kind, r, arow, lg_row, lgd_row)
+            t += _row_value(w, rows[2 * q], row0[2 * q] + s, True, kind, r, arow, lg_row, lgd_row)
+            t += _row_value(
+                w, rows[2 * q + 1], row0[2 * q + 1] - s, True, kind, r, arow, lg_row, lgd_row
+            )
         lw[i] = t
 
 
