@@ -29,9 +29,15 @@ So within a group, with the weights ``A_k`` of the current tables kept:
   from the tables with one record fewer in the cells of ``k₀`` (nothing is written unless the
   record moves; the draws are those of taking it out and putting it back);
 * after the draw ``k₁ ≠ k₀``, the cells of ``k₀`` are those without ``j`` (``A_{k₀}`` is the
-  value just computed) and only ``A_{k₁}`` is recomputed.
+  value just computed) and only ``A_{k₁}`` is recomputed;
+* the weight ``B_k`` of state ``k`` with one record out of its cells is kept per state: it stays
+  valid while records stay, is the old ``A_{k₁}`` once a record joins ``k₁`` (the cells then
+  hold one more, so one out is what they held), and is recomputed only after a record has left
+  ``k``. The next record in a state reads it instead of evaluating ``W``.
 
-A record then costs one or two evaluations of ``W`` instead of ``K``, and as many exponentials:
+A record then costs at most two evaluations of ``W`` instead of ``K`` (none when it stays in a
+state whose ``B_k`` is kept: on alarm, where 91 % stay, a sweep took 22 ms before and 16 ms with
+it, on Adult 28 and 24), and as many exponentials:
 the group keeps ``P_k = exp(A_k − ref)`` for one reference ``ref`` (the largest ``A_k`` when the
 group starts, re-anchored only if ``Σ_k P_k`` leaves 10^±250) and draws the state from
 ``P_k / Σ P``. On Adult (education and occupation with 16 and 15 states) the ``K`` exponentials
@@ -208,6 +214,9 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
     width = max(1, ch.shape[1])
     a = np.empty(kmax)
     p = np.empty(kmax)
+    b = np.empty(kmax)  # per state: its weight as if one of its records were out, and exp
+    q = np.empty(kmax)
+    b_ok = np.zeros(kmax, dtype=np.bool_)
     cw0 = np.empty(width, dtype=np.int64)
     xw = np.empty(width, dtype=np.int64)
     keys = np.empty(n, dtype=np.int64)
@@ -235,6 +244,8 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
                     cell_n, row_n, 0,
                 )  # fmt: skip
             ref = _rebase(a, p, kv)
+            for k in range(kv):
+                b_ok[k] = False
             h = g
             while h < n and keys[order[h]] == keys[j0]:
                 j = order[h]
@@ -244,13 +255,18 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
                 full = a[k0]
                 p_full = p[k0]
                 # the record's own state weighed as if it were out of the tables (nothing is
-                # written unless it moves: most records stay, 55 % on Adult, 91 % on alarm)
-                a[k0] = _weight(
-                    v, k0, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
-                    kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
-                    cell_n, row_n, -1,
-                )  # fmt: skip
-                p[k0] = math.exp(a[k0] - ref)
+                # written unless it moves: most records stay, 55 % on Adult, 91 % on alarm);
+                # b[k0] is recomputed only after a record has left k0 (module notes)
+                if not b_ok[k0]:
+                    b[k0] = _weight(
+                        v, k0, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
+                        kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+                        cell_n, row_n, -1,
+                    )  # fmt: skip
+                    q[k0] = math.exp(b[k0] - ref)
+                    b_ok[k0] = True
+                a[k0] = b[k0]
+                p[k0] = q[k0]
                 total = 0.0
                 for k in range(kv):
                     total += p[k]
@@ -258,6 +274,9 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
                 if not (_LOW < total < _HIGH):  # drifted far from the reference: re-anchor
                     ref = _rebase(a, p, kv)
                     rebased = True
+                    for k in range(kv):
+                        if b_ok[k]:
+                            q[k] = math.exp(b[k] - ref)
                     total = 0.0
                     for k in range(kv):
                         total += p[k]
@@ -274,6 +293,11 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
                     p[k0] = math.exp(full - ref) if rebased else p_full
                 else:  # a[k0] is that of the tables without j, as they now are at k0
                     changed += 1
+                    b_ok[k0] = False
+                    # k1's cells gain j: its weight with one record out is the one before
+                    b[k1] = a[k1]
+                    q[k1] = p[k1]
+                    b_ok[k1] = True
                     x[j, v] = k1
                     _shift_record(
                         v, k0, -1, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
