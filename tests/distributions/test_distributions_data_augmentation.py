@@ -580,6 +580,34 @@ def test_default_moves_follow_the_releases():
     assert unknown.moves == ("record",)
 
 
+@pytest.mark.parametrize(
+    ("releases", "factor"),
+    [(_gaussian_releases, 1), (_laplace_releases, 1), (_dirichlet_releases, 4)],
+)
+def test_block_sizes_adapt_up_to_the_block_size_for_count_releases(monkeypatch, releases, factor):
+    """During tuning every row-block size adapts within 1..block_size for Gaussian and Laplace
+    releases and within 1..4 block_size for Dirichlet releases: the caps the chain hands to
+    each adaptation step, recorded, and the sizes it returns never above them."""
+    from pymc_rdp.distributions import data_augmentation as dam
+
+    seen: list[tuple[float, int]] = []
+    step = dam._adapted
+
+    def recording(size: float, rate: float, it: int, cap: int) -> float:
+        out = step(size, rate, it, cap)
+        seen.append((out, cap))
+        return out
+
+    monkeypatch.setattr(dam, "_adapted", recording)
+    da = DataAugmentation(
+        STRUCTURE, STATES, releases(), N, moves=("subtree", "row_block"), block_size=3
+    )
+    da.run_chain(2, 10, seed=1)
+    assert seen
+    assert {cap for _, cap in seen} == {3 * factor}
+    assert all(1.0 <= size <= cap for size, cap in seen)
+
+
 def test_default_row_moves_cap_a_node_with_few_rows():
     """max(K, min(30, ceil(B / rows))) per non-empty row: B = 1000 for additive noise (a root
     would make 1000 proposals without the cap), 20 for Dirichlet releases; stored in the
