@@ -180,7 +180,7 @@ _TREE_WIDTH = 6
 #: release: its block size is already about the sd of a cell count given the release, and larger
 #: blocks cost time without mixing (alarm, N = 10⁴, three releases: minimum ESS per second 1.7×
 #: and its 1 % quantile's 1.4× with blocks up to 1× instead of 4×; insurance 1.4×, child
-#: 1.0–1.1×, Adult a wash)
+#: 1.0–1.1×, Adult a wash; on alarm 0.5× and 2× did worse than 1×, 8× worse than 4×)
 _COUNT_SIZE_CAP = 1
 #: the same for other releases: a Dirichlet release's default block size is a rougher guess and
 #: its blocks need the room (on Adult, blocks up to 1× lost 15 % at the 1 % quantile)
