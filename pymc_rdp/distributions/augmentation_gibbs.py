@@ -207,10 +207,16 @@ def group_order(v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch,
 
 
 @njit(cache=True, nogil=True)
-def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
+def gibbs_sweep(
+    x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT, active=None, tally=None
+):
     """Collapsed heat-bath updates of every record at every node with two or more states,
     grouped by key (module notes); a node whose key space exceeds ``key_space_limit`` updates
-    its records one by one. Returns (changed, updated)."""
+    its records one by one.
+
+    ``active`` (bool per node, default all) restricts the sweep to the nodes it marks (a scan
+    over fewer nodes is still a composition of Gibbs kernels); ``tally`` (int64, nodes × 2), when
+    given, gains each visited node's records changed and updated. Returns (changed, updated)."""
     card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     n, d = x.shape
@@ -231,8 +237,9 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
     updated = 0
     for v in range(d):
         kv = card[v]
-        if kv < 2 or n == 0:
+        if kv < 2 or n == 0 or (active is not None and not active[v]):
             continue
+        changed_before, updated_before = changed, updated
         order = group_order(
             v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, key_space_limit
         )
@@ -321,4 +328,7 @@ def gibbs_sweep(x, net, obs, cell_n, row_n, key_space_limit=KEY_SPACE_LIMIT):
                     )  # fmt: skip
                     p[k1] = math.exp(a[k1] - ref)
             g = h
+        if tally is not None:
+            tally[v, 0] += changed - changed_before
+            tally[v, 1] += updated - updated_before
     return changed, updated

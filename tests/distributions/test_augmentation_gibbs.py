@@ -75,6 +75,30 @@ def test_sweep_keeps_the_tables_of_the_records(limit):
     np.testing.assert_array_equal(row_n, want_rows)
 
 
+def test_a_sweep_over_marked_nodes_updates_them_alone_and_tallies_each():
+    """``active`` restricts the sweep to the nodes it marks; ``tally`` gains each visited node's
+    records changed (each record is updated once per node, so those are the records whose value
+    at the node differs afterwards) and updated."""
+    da = _sampler(30.0)
+    x = da._records(np.random.default_rng(2))
+    cell_n, row_n = _tables(da, x)
+    before = x.copy()
+    tally = np.zeros((3, 2), dtype=np.int64)
+    kernels.seed(3)
+    changed, updated = gibbs.gibbs_sweep(
+        x, da._net, da._obs, cell_n, row_n, gibbs.KEY_SPACE_LIMIT, np.array([False, True, True]),
+        tally,
+    )  # fmt: skip
+    np.testing.assert_array_equal(x[:, 0], before[:, 0])
+    assert updated == 2 * N
+    np.testing.assert_array_equal(tally[:, 1], [0, N, N])
+    np.testing.assert_array_equal(tally[:, 0], (x != before).sum(axis=0))
+    assert tally[:, 0].sum() == changed > 0
+    want_cells, want_rows = _tables(da, x)
+    np.testing.assert_array_equal(cell_n, want_cells)
+    np.testing.assert_array_equal(row_n, want_rows)
+
+
 def test_one_record_draws_follow_its_full_conditional():
     """With N = 1 the sweeps are a two-site Gibbs sampler of the one record, whose stationary law
     is the normalised collapsed target; the visit frequencies must match it."""

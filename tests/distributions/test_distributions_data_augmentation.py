@@ -412,6 +412,60 @@ def test_record_by_record_heat_bath_matches_enumeration(exact, mechanism):
     assert max_z(idata, exact[mechanism]) < 4.5
 
 
+@pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
+def test_later_sweeps_over_some_nodes_match_enumeration(exact, mechanism, monkeypatch):
+    """An iteration's later heat-bath sweeps restricted to the nodes found diffuse (here forced
+    to node b alone): the scan is still a composition of Gibbs kernels of the target."""
+    from pymc_rdp.distributions import data_augmentation as dam
+
+    monkeypatch.setattr(dam, "_diffuse_nodes", lambda tally: np.array([False, True, False]))
+    da = DataAugmentation(
+        STRUCTURE, STATES, RELEASES[mechanism](), N, moves=("gibbs", "gibbs", "subtree")
+    )
+    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=19)
+    assert max_z(idata, exact[mechanism]) < 4.5
+
+
+def test_later_sweeps_visit_the_nodes_whose_records_moved_in_half_their_updates(monkeypatch):
+    """With adaptation, an iteration's first heat-bath sweep visits every node and the later ones
+    the nodes whose records changed state in at least half of their updates over the first 20
+    tuning iterations (the sweeps' own tallies, recorded here); without it every sweep visits
+    every node."""
+    from pymc_rdp.distributions import augmentation_gibbs as kg
+
+    calls: list[tuple[np.ndarray, np.ndarray]] = []
+    sweep = kg.gibbs_sweep
+
+    def recording(x, net, obs, cell_n, row_n, limit, active, tally):
+        before = x.copy()
+        out = sweep(x, net, obs, cell_n, row_n, limit, active, tally)
+        calls.append((active.copy(), (x != before).sum(axis=0)))
+        return out
+
+    monkeypatch.setattr(kg, "gibbs_sweep", recording)
+    # b's release says nothing (σ = 10⁶): its records move freely; a's and c's hold theirs
+    c_table = np.array([[10.0, 0], [10, 0], [10, 0], [0, 0], [0, 0], [0, 0]])
+    releases = {
+        "a": (np.array([30.0, 0.0]), GaussianMechanism(0.5, math.sqrt(2))),
+        "b": (np.zeros((2, 3)), GaussianMechanism(1e6, math.sqrt(2))),
+        "c": (c_table, GaussianMechanism(3.0, math.sqrt(2))),
+    }
+    da = DataAugmentation(STRUCTURE, STATES, releases, 30, moves=("gibbs", "gibbs", "gibbs"))
+    da.run_chain(3, 25, seed=4)
+    assert len(calls) == 3 * 28
+    moved = np.sum([m for _, m in calls[: 3 * 20]], axis=0)
+    share = moved / (3 * 20 * 30)
+    assert share[1] >= 0.5 > max(share[0], share[2])  # the case is what it says
+    for i, (active, _) in enumerate(calls):
+        if i % 3 == 0 or i < 3 * 20:
+            assert active.all()
+        else:
+            np.testing.assert_array_equal(active, share >= 0.5)
+    calls.clear()
+    da.run_chain(3, 25, seed=4, records=np.zeros((30, 3), dtype=np.int64))  # no adaptation
+    assert all(active.all() for active, _ in calls)
+
+
 def test_the_comparison_rejects_a_wrong_density(exact):
     """A sampler whose Gaussian density is too sharp (σ/2, i.e. an acceptance ratio raised to
     the 4th power) must fail the comparison that the correct one passes."""
