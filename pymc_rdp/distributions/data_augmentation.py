@@ -759,12 +759,13 @@ class DataAugmentation(AugmentationStep):
                     a, p = k.site_sweep(x, net, obs, cell_n, row_n)
                     rates[move] = a / max(1, p)
                 elif move == "gibbs":
+                    later = bool(runs.get(move))
+                    if later and not repeat_nodes.any():
+                        continue  # a later sweep with no node to visit: no call, no rate
                     a, p = kg.gibbs_sweep(
                         x, net, obs, cell_n, row_n, key_limit,
-                        repeat_nodes if runs.get(move) else every_node, tally,
+                        repeat_nodes if later else every_node, tally,
                     )  # fmt: skip
-                    if p == 0 and runs.get(move):
-                        continue  # a later sweep with no node to visit: no rate
                     rates[move] = a / max(1, p)
                 elif move == "pair":
                     a, p = kp.pair_sweep(
