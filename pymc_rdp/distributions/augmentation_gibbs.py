@@ -135,27 +135,53 @@ def _child_strides(card, n_par, par, stride, n_ch, ch):
 
 
 @per_record
-def _key_space(v, card, cell_off, n_ch, ch):
-    """The number of possible keys of node ``v`` (a float: it can exceed int64)."""
-    space = float((cell_off[v + 1] - cell_off[v]) // card[v])
+def _blanket(v, n_par, par, n_ch, ch, mb):
+    """``v``'s Markov blanket written into ``mb``: its parents, then per child the child and
+    its other parents, each node once. Returns their number."""
+    m = 0
+    for p in range(n_par[v]):
+        mb[m] = par[v, p]
+        m += 1
     for i in range(n_ch[v]):
         w = ch[v, i]
-        space *= float(cell_off[w + 1] - cell_off[w])
-    return space
+        for t in range(-1, n_par[w]):
+            u = w if t < 0 else par[w, t]
+            seen = u == v
+            for s in range(m):
+                seen = seen or mb[s] == u
+            if not seen:
+                mb[m] = u
+                m += 1
+    return m
 
 
 @per_record
-def _keys(v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, limit):
-    """Every record's key for node ``v`` (mixed radix over its row of ``v`` and, per child, its
-    cell with ``v``'s part removed); False, keys unset, if the key space exceeds ``limit``."""
-    if _key_space(v, card, cell_off, n_ch, ch) > limit:
+def _key_space(card, mb, m):
+    """The number of keys over the blanket ``mb[:m]`` (a float: it can exceed int64)."""
+    space = 1.0
+    for s in range(m):
+        space *= float(card[mb[s]])
+    return space
+
+
+@njit(cache=True, nogil=True)
+def _keys(v, x, card, n_par, par, n_ch, ch, keys, limit):
+    """Every record's key for node ``v``: its states at ``v``'s Markov blanket in mixed radix
+    (parents most significant). False, keys unset, if the key space exceeds ``limit``.
+
+    The key holds what ``W_k`` reads: ``v``'s row, and per child its state and its other
+    parents' states. Each blanket node counts once, so the key space is their product (on
+    Adult 2.6 · 10⁵ for sex, where a key of ``v``'s row and each child's cell would span
+    7.6 · 10¹⁰), and the radix sort needs fewer and narrower passes."""
+    mb = np.empty(card.shape[0], dtype=np.int64)
+    m = _blanket(v, n_par, par, n_ch, ch, mb)
+    if _key_space(card, mb, m) > limit:
         return False
     for j in range(x.shape[0]):
-        key = _config(x, j, v, n_par, par, stride)
-        for i in range(n_ch[v]):
-            w = ch[v, i]
-            cw = _config(x, j, w, n_par, par, stride) - x[j, v] * cs[v, i]
-            key = key * (cell_off[w + 1] - cell_off[w]) + cw * card[w] + x[j, w]
+        key = 0
+        for s in range(m):
+            u = mb[s]
+            key = key * card[u] + x[j, u]
         keys[j] = key
     return True
 
@@ -194,12 +220,15 @@ def radix_order(keys, space):
 
 
 @njit(cache=True, nogil=True)
-def group_order(v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, limit):
+def group_order(v, x, card, n_par, par, n_ch, ch, keys, limit):
     """The records in the order that groups them for node ``v``: ``keys`` filled with every
     record's key (:func:`_keys`) and the indices that sort them; when the key space exceeds
     ``limit``, every record its own group (``keys[j] = j``, the records in index order)."""
-    if _keys(v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, limit):
-        return radix_order(keys, _key_space(v, card, cell_off, n_ch, ch))
+    if _keys(v, x, card, n_par, par, n_ch, ch, keys, limit):
+        space = 1.0
+        for j in range(x.shape[0]):
+            space = max(space, keys[j] + 1.0)
+        return radix_order(keys, space)
     order = np.arange(x.shape[0])
     for j in range(x.shape[0]):
         keys[j] = j
@@ -240,9 +269,7 @@ def gibbs_sweep(
         if kv < 2 or n == 0 or (active is not None and not active[v]):
             continue
         changed_before, updated_before = changed, updated
-        order = group_order(
-            v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, key_space_limit
-        )
+        order = group_order(v, x, card, n_par, par, n_ch, ch, keys, key_space_limit)
         g = 0
         while g < n:
             j0 = order[g]

@@ -185,9 +185,7 @@ def pair_sweep(x, net, obs, cell_n, row_n, half_width, log_fact, key_space_limit
             continue
         h_v = half_width[v]
         nc = n_ch[v]
-        order = group_order(
-            v, x, cs, card, n_par, par, stride, cell_off, row_off, n_ch, ch, keys, key_space_limit
-        )
+        order = group_order(v, x, card, n_par, par, n_ch, ch, keys, key_space_limit)
         g = 0
         while g < n:
             j0 = order[g]
