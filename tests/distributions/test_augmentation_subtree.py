@@ -20,15 +20,14 @@ STATES = {"a": [0, 1, 2], "b": [0, 1], "c": [0, 1, 2], "d": [0, 1]}
 N = 60
 
 
+#: the family tables' shapes (parent configurations × states)
+SHAPES = {"a": (3,), "b": (3, 2), "c": (2, 3), "d": (6, 2)}
+
+
 def _sampler() -> DataAugmentation:
     g = GaussianMechanism(3.0, math.sqrt(2))
     rng = np.random.default_rng(0)
-    releases = {
-        "a": (rng.normal(N / 3, 2, 3), g),
-        "b": (rng.normal(N / 6, 2, (3, 2)), g),
-        "c": (rng.normal(N / 6, 2, (2, 3)), g),
-        "d": (rng.normal(N / 12, 2, (6, 2)), g),
-    }
+    releases = {v: (rng.normal(N / math.prod(s), 2, s), g) for v, s in SHAPES.items()}
     return DataAugmentation(STRUCTURE, STATES, releases, N, moves=("subtree",))
 
 
