@@ -663,18 +663,26 @@ def test_block_sizes_adapt_up_to_the_block_size_for_count_releases(monkeypatch, 
 
 
 def test_default_row_moves_cap_a_node_with_few_rows():
-    """max(K, min(30, ceil(B / rows))) per non-empty row: B = 1000 for additive noise (a root
-    would make 1000 proposals without the cap), 20 for Dirichlet releases; stored in the
-    attrs."""
+    """max(2, min(30, ceil(B / rows))) per non-empty row, B = 1000, for additive noise (a root
+    would make 1000 proposals without the cap; a wide table keeps to the budget, not one
+    proposal per state); max(K, min(30, ceil(20 / rows))) for Dirichlet releases; stored in
+    the attrs."""
     da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
     assert da.row_moves == {"a": 30, "b": 30, "c": 30}  # rows 1, 2, 6: 1000, 500, 167 uncapped
-    wide = {"a": [], "b": [], "c": ["a", "b"], "d": ["a", "b", "c"]}
-    states = {"a": list(range(6)), "b": list(range(6)), "c": [0, 1], "d": [0, 1, 2]}
+    wide = {
+        "a": [], "b": [], "c": ["a", "b"], "d": ["a", "b", "c"], "e": ["a", "b", "c", "d"],
+        "f": ["a", "b", "c", "d", "e"],
+    }  # fmt: skip
+    states = {
+        "a": list(range(6)), "b": list(range(6)), "c": [0, 1], "d": [0, 1, 2],
+        "e": list(range(7)), "f": [0, 1, 2],
+    }  # fmt: skip
     g = GaussianMechanism(1.2, math.sqrt(2))
-    shapes = {"a": (6,), "b": (6,), "c": (36, 2), "d": (72, 3)}
+    shapes = {"a": (6,), "b": (6,), "c": (36, 2), "d": (72, 3), "e": (216, 7), "f": (1512, 3)}
     releases = {v: (np.zeros(shape), g) for v, shape in shapes.items()}
     da = DataAugmentation(wide, states, releases, N)
-    assert da.row_moves == {"a": 30, "b": 30, "c": 28, "d": 14}  # rows 1, 1, 36, 72
+    # rows 1, 1, 36, 72, 216 and 1512: e takes ceil(1000 / 216) = 5 < K = 7, f the floor 2
+    assert da.row_moves == {"a": 30, "b": 30, "c": 28, "d": 14, "e": 5, "f": 2}
     dirichlet = DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), N)
     assert dirichlet.row_moves == {"a": 20, "b": 10, "c": 4}  # ceil(20 / rows), at least K
     idata = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N).sample(
