@@ -132,10 +132,9 @@ def _forward(
         for i in range(n_d):
             w = dset[i]
             old[t, i] = x[j, w]
-            if i == 0:  # the moved node: to k2 within its row
-                base = cell_off[w] + _config(x, j, w, n_par, par, stride) * card[w]
-                row = -1
-                o_cfg = n_cfg = -1
+            if i == 0:  # the moved node: to k2 within its row (the row is unchanged: -1)
+                o_base = n_base = cell_off[w] + _config(x, j, w, n_par, par, stride) * card[w]
+                o_row = n_row = -1
                 kw = k2
             else:
                 changed = False
@@ -153,17 +152,19 @@ def _forward(
                 if not changed:  # same parents, same cell: nothing to redraw
                     continue
                 n_cfg = _config(x, j, w, n_par, par, stride)
-                base = cell_off[w] + n_cfg * card[w]
-                row = row_off[w] + o_cfg
-            o_cell = (base if i == 0 else cell_off[w] + o_cfg * card[w]) + old[t, i]
+                o_base = cell_off[w] + o_cfg * card[w]
+                n_base = cell_off[w] + n_cfg * card[w]
+                o_row = row_off[w] + o_cfg
+                n_row = row_off[w] + n_cfg
+            o_cell = o_base + old[t, i]
             log_ratio += _shift(
-                w, o_cell, row, -1, True, cell_n, row_n,
+                w, o_cell, o_row, -1, True, cell_n, row_n,
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
             )  # fmt: skip
             if i > 0:  # draw from the predictive of the new row; −log q(forward)
                 total = 0.0
                 for k in range(card[w]):
-                    wts[k] = cell_n[base + k] + alpha[w]
+                    wts[k] = cell_n[n_base + k] + alpha[w]
                     total += wts[k]
                 u = np.random.random() * total
                 kw = card[w] - 1
@@ -174,18 +175,17 @@ def _forward(
                         kw = k
                         break
                 log_ratio -= math.log(wts[kw]) - math.log(total)
-                row = row_off[w] + n_cfg
             log_ratio += _shift(
-                w, base + kw, row, 1, True, cell_n, row_n,
+                w, n_base + kw, n_row, 1, True, cell_n, row_n,
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
             )  # fmt: skip
             x[j, w] = kw
             redrawn[t, i] = True
             flag[i] = kw != old[t, i]
             moved[t, i, 0] = o_cell
-            moved[t, i, 1] = -1 if i == 0 else row_off[w] + o_cfg
-            moved[t, i, 2] = base + kw
-            moved[t, i, 3] = row
+            moved[t, i, 1] = o_row
+            moved[t, i, 2] = n_base + kw
+            moved[t, i, 3] = n_row
     return log_ratio
 
 

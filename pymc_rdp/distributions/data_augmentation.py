@@ -360,21 +360,20 @@ class DataAugmentation(AugmentationStep):
         Block proposals per node per iteration (default ``ceil(2 N / block_size)``).
     row_moves : int or dict, optional
         Row-block proposals per non-empty row of a node per iteration (default
-        ``max(F, min(30, ceil(B / rows)))``, ``rows`` the node's parent configurations,
-        ``B`` = 1000 and ``F`` = 2; when every release is a Dirichlet-mechanism release, whose
-        default blocks hold hundreds of records, ``B`` = 20 and ``F`` = ``K``, the node's
-        states); subtree moves make as many,
-        each redrawing only the descendants whose parents changed (when each redrew them all,
-        a node with more than five descendants made proportionally fewer). A cap of 45 instead
-        of 30 did worse with them on alarm (Gaussian tables at (1, 1e-6), N = 10⁴, two
-        releases: minimum ESS per second 4.26 and 4.90 against 7.66 and 6.24). The cap of 30
-        per row: on alarm (discrete Gaussian tables at ε = 0.1, 2 chains × (40 + 200) on one
-        core) a fixed 30 per row gave minimum bulk ESS per second 2.97 at N = 10³ and 0.56 at
-        N = 10⁴, against 0.51 at N = 10³ for ``B`` = 1000 uncapped, whose roots made 1000
-        proposals an iteration (3, 10 and 100 per row: 2.57, 2.14, 2.09 at N = 10³; 10 and
-        100: 0.27, 0.50 at N = 10⁴). On Adult (Gaussian tables at (1, 1e-6),
-        2 × (100 + 300), rows >= 20 records, two runs side by side on one core each) the cap
-        gave 1.05 per CPU second against 0.70 without it.
+        ``max(F, min(30, ceil(B / rows)))``, ``rows`` the node's parent configurations, ``B`` =
+        1000 and ``F`` = 2; when every release is a Dirichlet-mechanism release, whose default
+        blocks hold hundreds of records, ``B`` = 20 and ``F`` = ``K``, the node's states); subtree
+        moves make as many, each redrawing only the descendants whose parents changed (when each
+        redrew them all, a node with more than five descendants made proportionally fewer). A cap
+        of 45 instead of 30 did worse with them on alarm (Gaussian tables at (1, 1e-6), N = 10⁴,
+        two releases: minimum ESS per second 4.26 and 4.90 against 7.66 and 6.24). The cap of 30
+        per row: on alarm (discrete Gaussian tables at ε = 0.1, 2 chains × (40 + 200) on one core)
+        a fixed 30 per row gave minimum bulk ESS per second 2.97 at N = 10³ and 0.56 at N = 10⁴,
+        against 0.51 at N = 10³ for ``B`` = 1000 uncapped, whose roots made 1000 proposals an
+        iteration (3, 10 and 100 per row: 2.57, 2.14, 2.09 at N = 10³; 10 and 100: 0.27, 0.50 at N
+        = 10⁴). On Adult (Gaussian tables at (1, 1e-6), 2 × (100 + 300), rows >= 20 records, two
+        runs side by side on one core each) the cap gave 1.05 per CPU second against 0.70 without
+        it.
     accountant : Accountant, optional
         Stored (as JSON) with the results; never charged (sampling is post-processing).
     birth_death_moves : int, optional
@@ -696,11 +695,10 @@ class DataAugmentation(AugmentationStep):
         desc, n_desc = kt.descendants(
             {i: [int(w) for w in ch[i, : n_ch[i]]] for i in nodes}, len(self.nodes)
         )
-        # a subtree move redraws only the descendants whose parents changed, so a node with
-        # many descendants makes as many proposals per row as any (alarm, N = 10⁴, where a root
-        # has about 30: minimum ESS per second 1.1–1.9× over three releases against proposals
-        # shrunk beyond six nodes redrawn, when each redrew them all)
-        per_tree = list(per_row)
+        # subtree moves make per_row proposals too: each redraws only the descendants whose
+        # parents changed, so a node with many descendants costs no more per proposal (alarm,
+        # N = 10⁴, where a root has about 30: minimum ESS per second 1.1–1.9× over three
+        # releases against proposals shrunk beyond six nodes redrawn, when each redrew them all)
         # child-row moves: per edge (p, w) as many proposals as p's subtree moves make, spread
         # over the configurations of w's other parents
         edges = kt.child_row_edges(
@@ -708,7 +706,7 @@ class DataAugmentation(AugmentationStep):
         )
         rows_of = [int((net[4][i + 1] - net[4][i]) // net[0][i]) for i in nodes]
         per_edge = [
-            max(1, math.ceil(per_tree[p] * rows_of[p] * int(net[0][p]) / rows_of[w]))
+            max(1, math.ceil(per_row[p] * rows_of[p] * int(net[0][p]) / rows_of[w]))
             for p, w in edges
         ]
         edge_size = [float(sizes[p]) for p, _ in edges]
@@ -781,9 +779,7 @@ class DataAugmentation(AugmentationStep):
                     )
                     rates[move] = a / max(1, p)
                 elif move == "subtree":
-                    rates[move] = descend(
-                        kt.subtree_sweep, trees, per_tree, tree_size, size_cap, it
-                    )
+                    rates[move] = descend(kt.subtree_sweep, trees, per_row, tree_size, size_cap, it)
                 elif move == "child_row":
                     rates[move] = descend(
                         kt.child_row_sweep, edges, per_edge, edge_size, edge_cap, it
