@@ -72,8 +72,20 @@ __all__ = ["log_factorials", "pair_sweep"]
 
 
 def log_factorials(n: int) -> np.ndarray:
-    """``log k!`` for ``k = 0..n`` (float64)."""
-    return np.array([math.lgamma(k + 1.0) for k in range(n + 1)], dtype=np.float64)
+    """``log k! = lgamma(k + 1)`` for ``k = 0..n`` (float64), the pair moves' table.
+
+    Raises
+    ------
+    TypeError
+        ``n`` not an integer.
+    ValueError
+        ``n`` negative.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an integer, got {n!r}")
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    return np.array([math.lgamma(k + 1.0) for k in range(int(n) + 1)], dtype=np.float64)
 
 
 @per_record

@@ -146,3 +146,19 @@ def test_pair_moves_match_enumeration(exact, monkeypatch, mechanism, half_width)
     idata = da.sample(draws=4000, tune=200, chains=2, random_seed=29)
     assert float(idata["sample_stats"]["accept_pair"].mean()) > 0.1
     assert max_z(idata, exact[mechanism]) < 4.5
+
+
+def test_log_factorials_against_math_and_bad_input():
+    """The table is ``log k!`` (against ``math.factorial``) and a bad size is refused by name."""
+    table = pairs.log_factorials(12)
+    assert table.dtype == np.float64
+    assert table.shape == (13,)
+    np.testing.assert_allclose(
+        table, [math.log(math.factorial(k)) for k in range(13)], rtol=1e-14, atol=1e-14
+    )
+    assert pairs.log_factorials(np.int64(0)).tolist() == [0.0]
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        pairs.log_factorials(-1)
+    for bad in (2.0, True, "3", None):
+        with pytest.raises(TypeError, match="n must be an integer"):
+            pairs.log_factorials(bad)
