@@ -262,95 +262,20 @@ class DataAugmentation(AugmentationStep):
     moves : sequence of str
         The moves of one iteration, in order, each one of :data:`MOVES` ("record", "site",
         "block", "row_block", "gibbs", "subtree", "child_row", "ancillary", "swap", "soma",
-        "pair"; module notes).
-        Default ``("record",)`` for an unknown N (the collapsed moves need a fixed N),
-        ``("gibbs", "pair", "subtree", "child_row")`` when every release is a
-        Dirichlet-mechanism release, else
-        ``("gibbs", "gibbs", "gibbs", "subtree")`` (a move listed k times runs k times per
-        iteration; its acceptance rate is the mean of its runs; with adaptation a heat-bath
-        sweep after an iteration's first visits the diffuse nodes only, module notes). Those
-        later sweeps over the diffuse nodes alone (Adult: age, education and occupation, whose
-        records changed state in 68–84 % of their updates against 15–29 % for the others; alarm:
-        PRESS alone) against sweeps over every node, fixed releases 11–13 (12 for insurance),
-        both chains at once, one per core, N = 10⁴ for the networks, minimum bulk ESS per second
-        and its 1 % quantile's over the entries of rows with >= 20 records: Adult (2 × (100 +
-        450)) 4.63 / 5.21 / 4.89 against 4.24 / 4.05 / 3.90, 1 % quantile 11.2 / 11.0 / 11.8
-        against 9.6 / 9.8 / 10.0, at 20 % less time; alarm (2 × (100 + 300)) 4.98 / 3.13 /
-        4.14 against 4.62 / 3.04 / 3.52, 7.5 / 7.0 / 6.3 against 5.8 / 5.5 / 5.1, at 37 % less
-        time; child 14.8 / 17.0 against 9.4 / 13.0 (releases 11, 12); insurance 3.71 / 2.62
-        against 3.89 / 5.13, at the 1 % quantile 5.9 / 5.7 against 5.6 / 5.7 (its minimum swings
-        most from run to run). A share of 0.2 instead of one half (more nodes repeated) did
-        worse on Adult, alarm and child (1 % quantile per second 9.7, 6.0 and 15.2 against
-        11.2, 7.5 and 18.0 on release 11) and about the same on insurance. On Adult (all
-        32,561 records,
-        Gaussian tables at (1, 1e-6), 2 chains × (100 + 500), ``benchmarks/bench_da.py``) the
-        minimum bulk ESS per CPU second over the CPT entries of rows holding >= 20 records was
-        0.92 and 0.82 in two runs, against 0.50 and 0.13 for ``("gibbs", "subtree")`` in the
-        same runs (0.47 and 0.49 in two more), 0.53 and 0.63 with two heat-bath sweeps and 0.39
-        with heat-bath sweeps alone; on alarm
-        (N = 10⁴), where a heat-bath sweep is a tenth of an iteration, ``("gibbs", "subtree")``
-        gave 0.15 against 0.03 for ``("gibbs",)``. Adding ``"child_row"`` to the default for
-        additive noise left the minimum ESS per second where it was (Adult, two seeds, one chain
-        × (30 + 150): ESS 8.8 and 8.8 against 9.0 and 7.6 at 20 % more time; child, N = 10⁴,
-        2 × (200 + 200): 1.79 and 1.92 per s against 2.01 and 1.70). For Dirichlet releases
-        (order 5, 2 chains × (200 + 200) on one core, one release per setting, two seeds) it
-        raised the minimum bulk ESS per second from 0.53–0.72 to 0.96–1.05 on child
-        (ε = 1, N = 10⁴), from 0.73–0.76 to 1.04–1.13 on sachs (ε = 0.1, N = 10⁴) and from
-        0.13 to 0.13–0.15 on alarm (ε = 1, N = 10⁴), and on Adult (ε = 1, one chain ×
-        (50 + 150), rows >= 20 records) from ESS 4.1 in 37 s to 8.4 in 44 s. Before it,
-        ``("gibbs", "subtree")`` with the default ``row_moves`` gave 319 in 6 s on asia
-        (N = 10³) against 27 in 17 s for the earlier default ``("gibbs", "row_block")``, 95 in
-        11 s against 9 in 29 s on sachs (N = 10³) and 243 in 53 s against 8 in 84 s on asia at
-        ε = 0.1, N = 10⁴ (minimum bulk ESS over all CPT entries, 2 × (200 + 200)).
-        ``"ancillary"`` is in no default: on fixed releases (2 chains on one core, minimum bulk
-        ESS over the entries of rows >= 20 records per CPU second) adding three to the
-        Dirichlet default gave 1.11 against 0.86 on child at ε = 1 (N = 10⁴, 2 × (200 + 200))
-        but 0.21 against 0.53 at ε = 0.1 (one added: 0.47); adding one to the default on Adult
-        (Gaussian, 2 × (50 + 200)) 0.47 against 0.55; on alarm (N = 10⁴, Gaussian) one sweep
-        and five ancillary moves gave 0.09 (2 × (200 + 600)), under the 0.16–0.29 of one sweep
-        and subtree moves. ``"swap"`` is in no default: added to the default on Adult
-        (Gaussian, 2 × (100 + 300) on one core, rows >= 20 records) it gave minimum bulk ESS
-        151 in 239 CPU s against 145 in 222 s (1 % quantile 349 against 336). ``"soma"`` is in
-        no default: it raises the acceptance of the record move, which is already high here,
-        at ``2 · soma_attempts`` times its cost per offer. On Adult (Gaussian, one chain ×
-        (10 + 40)) acceptance 0.99 against 0.87 with 6 times the CPU time (10 attempts); on
-        alarm (N = 10⁴, Gaussian at ε = 1, 2 × (50 + 300), 4 attempts) 0.99 against 0.94,
-        minimum bulk ESS 3.6 in 119 CPU s against 4.1 in 20 s; on Adult's Dirichlet release
-        (one chain × (10 + 60), 4 attempts) 0.99 against 0.96 at 3.3 times the CPU time. The
-        record move mixes slowly because the records and the CPTs move each other in small
-        steps, not because its proposals are rejected. A second heat-bath sweep in the
-        Dirichlet default (``("gibbs", "gibbs", "subtree", "child_row")``; ε = 1 at
-        δ = 1e-6, 2 chains × (100 + 300) on two cores, ``benchmarks/bench_da.py --mechanism
-        dirichlet``, one seed per pair of runs, minimum bulk ESS per second of sampling over the
-        entries of rows >= 20 records) helped where the tables are large and hurt or did
-        nothing where they are small: Adult 1.81 and 1.85 against 0.92 and 0.81 (three sweeps:
-        0.73), child (N = 10⁴) 3.36 and 4.07 against 2.23 and 3.04, sachs (N = 10⁴) 10.7 and 9.3
-        against 6.8 and 9.9, but sachs (N = 10³) 45 against 73, asia (N = 10³ and 10⁴) 292 and
-        67 against 335 and 71, alarm (N = 10⁴) 0.38 and 0.22 against 0.41 and 0.27. That
-        schedule was not adopted; pair moves after the sweep were (``"pair"``). On fixed
-        releases (``--release-seed``), the earlier default ``("gibbs", "subtree",
-        "child_row")`` against the new one, minimum bulk ESS per second of sampling over the
-        entries of rows >= 20 records, 2 chains × (100 + 300) on two cores: Adult 1.48–2.01
-        against 0.56–1.14 (one release, three MCMC seeds; at the 1 % quantile of the entries
-        3.52–3.54 against 3.23–3.37) and 1.98 against 0.92 on a second release; alarm
-        (N = 10⁴, three seeds) 0.38–0.88 against 0.33–0.71, at the 1 % quantile 1.08–1.20
-        against 1.00–1.21, a wash at the tail (the median entry reached 311–321 against
-        219–229 in 2 × 300 draws, about 1.2× per second); child (N = 10⁴, six runs on four
-        releases) 3.0–4.4 against 1.9–5.4, geometric means 3.9 and 3.7 (the earlier default's
-        minimum swung between about 2 and 5.4 from run to run); insurance (N = 10⁴, four
-        releases) 0.23–0.87 against 0.34–0.71; sachs 16.8 against 14.3 (N = 10⁴) and 84
-        against 69 (N = 10³); asia at the ESS of independent draws either way. One run's
-        minimum is noisy (the earlier default gave 0.41 and 0.94 per second on one alarm
-        release with two seeds), hence the repeats; the runs on child (four of six), insurance,
-        sachs and asia were made before groups of one record were left out of pair moves. For
-        Gaussian releases pair moves are in no default: on alarm (N = 10⁴, one
-        release) ``("gibbs", "gibbs", "pair", "subtree")`` gave 1.54 and
-        ``("gibbs", "pair", "pair", "subtree")`` 0.82 against 1.98 for the default (the first,
-        three MCMC seeds on another release: 0.54–2.28 against 1.71–2.10, at the 1 % quantile
-        2.66–3.37 against 2.50–2.90, a wash at 12 % less time per iteration), and on
-        Adult (fixed releases, one chain per process and core, 2 × (100 + 450)) the first gave
-        a minimum ESS of 165 in 54 s against 161 in 60 s, the second 222, 154 and 139 in 57 s
-        with 2 × (100 + 560) against 161, 265 and 245 in 55–57 s.
+        "pair"; module notes). A move listed k times runs k times per iteration, and its
+        acceptance rate is the mean of its runs. The defaults:
+
+        * ``("record",)`` for an unknown N (the collapsed moves need a fixed N);
+        * ``("gibbs", "pair", "subtree", "child_row")`` when every release is a
+          Dirichlet-mechanism release;
+        * ``("gibbs", "gibbs", "gibbs", "subtree")`` otherwise; with adaptation, the sweeps
+          after an iteration's first visit only the diffuse nodes (module notes).
+
+        They were chosen by the minimum bulk ESS per second over the CPT entries of rows holding
+        >= 20 records, on Adult, alarm, child, insurance, sachs and asia; no schedule was the
+        best on every network. ``"ancillary"``, ``"swap"`` and ``"soma"`` are in no default:
+        none of them gained on every network measured. Every measurement behind these choices is
+        kept in ``docs/performance.md`` ("How the default moves were chosen").
     block_size : int or dict, optional
         Largest block ``m`` per node (default: about the sd of a cell count given its release,
         for Dirichlet releases ``sqrt(N / (cells · r))``). Row-block sizes adapt during tuning
@@ -364,16 +289,8 @@ class DataAugmentation(AugmentationStep):
         1000 and ``F`` = 2; when every release is a Dirichlet-mechanism release, whose default
         blocks hold hundreds of records, ``B`` = 20 and ``F`` = ``K``, the node's states); subtree
         moves make as many, each redrawing only the descendants whose parents changed (when each
-        redrew them all, a node with more than five descendants made proportionally fewer). A cap
-        of 45 instead of 30 did worse with them on alarm (Gaussian tables at (1, 1e-6), N = 10⁴,
-        two releases: minimum ESS per second 4.26 and 4.90 against 7.66 and 6.24). The cap of 30
-        per row: on alarm (discrete Gaussian tables at ε = 0.1, 2 chains × (40 + 200) on one core)
-        a fixed 30 per row gave minimum bulk ESS per second 2.97 at N = 10³ and 0.56 at N = 10⁴,
-        against 0.51 at N = 10³ for ``B`` = 1000 uncapped, whose roots made 1000 proposals an
-        iteration (3, 10 and 100 per row: 2.57, 2.14, 2.09 at N = 10³; 10 and 100: 0.27, 0.50 at N
-        = 10⁴). On Adult (Gaussian tables at (1, 1e-6), 2 × (100 + 300), rows >= 20 records, two
-        runs side by side on one core each) the cap gave 1.05 per CPU second against 0.70 without
-        it.
+        redrew them all, a node with more than five descendants made proportionally fewer). The
+        cap of 30 is measured in ``docs/performance.md`` ("How the default moves were chosen").
     accountant : Accountant, optional
         Stored (as JSON) with the results; never charged (sampling is post-processing).
     birth_death_moves : int, optional
