@@ -66,7 +66,7 @@ from pymc_rdp.distributions._augmentation_kernels import (
     _row_value,
     per_record,
 )
-from pymc_rdp.distributions.augmentation_gibbs import _child_strides, group_order
+from pymc_rdp.distributions.augmentation_gibbs import _child_strides, group_order, node_major
 
 __all__ = ["log_factorials", "pair_sweep"]
 
@@ -183,6 +183,7 @@ def pair_sweep(x, net, obs, cell_n, row_n, half_width, log_fact, key_space_limit
     cell0 = np.empty(2 * (1 + width), dtype=np.int64)
     row0 = np.empty(2 * width, dtype=np.int64)
     keys = np.empty(n, dtype=np.int64)
+    xt = node_major(x)  # the keys' columns; kept in step with x as records move
     bucket = np.empty(n, dtype=np.int64)
     cnt = np.zeros(kmax, dtype=np.int64)
     start = np.zeros(kmax + 1, dtype=np.int64)
@@ -197,12 +198,12 @@ def pair_sweep(x, net, obs, cell_n, row_n, half_width, log_fact, key_space_limit
             continue
         h_v = half_width[v]
         nc = n_ch[v]
-        order = group_order(v, x, card, n_par, par, n_ch, ch, keys, key_space_limit)
+        order, group_keys = group_order(v, xt, card, n_par, par, n_ch, ch, keys, key_space_limit)
         g = 0
         while g < n:
             j0 = order[g]
             h = g
-            while h < n and keys[order[h]] == keys[j0]:
+            while h < n and group_keys[h] == group_keys[g]:
                 h += 1
             if h - g < min_group:
                 g = h
@@ -299,6 +300,7 @@ def pair_sweep(x, net, obs, cell_n, row_n, half_width, log_fact, key_space_limit
                     q = first + t + np.random.randint(0, size - t)
                     bucket[first + t], bucket[q] = bucket[q], bucket[first + t]
                     x[bucket[first + t], v] = dst
+                    xt[v, bucket[first + t]] = dst
                 changed += 1
                 cell_n[cells[0]] += s
                 cell_n[cells[1]] -= s

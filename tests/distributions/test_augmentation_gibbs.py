@@ -49,12 +49,14 @@ def test_keys_are_equal_exactly_when_the_markov_blankets_are(rows):
     blankets = {0: (1, 2), 1: (0, 2), 2: (0, 1)}  # a, b, c
     for v, blanket in blankets.items():
         keys = np.empty(len(x), dtype=np.int64)
-        args = (v, x, card, n_par, par, n_ch, ch, keys)
-        assert gibbs._keys(*args, gibbs.KEY_SPACE_LIMIT)
+        args = (v, gibbs.node_major(x), card, n_par, par, n_ch, ch, keys)
+        space = gibbs._keys(*args, gibbs.KEY_SPACE_LIMIT)
+        assert space == math.prod(int(card[u]) for u in blanket)
+        assert np.all((keys >= 0) & (keys < space))
         same_key = keys[:, None] == keys[None, :]
         same_blanket = np.all(x[:, None, blanket] == x[None, :, blanket], axis=-1)
         np.testing.assert_array_equal(same_key, same_blanket)
-        assert not gibbs._keys(*args, 0.0)  # over the limit: no grouping
+        assert gibbs._keys(*args, 0.0) == 0.0  # over the limit: no grouping
 
 
 @pytest.mark.parametrize("limit", [gibbs.KEY_SPACE_LIMIT, 0.0])
@@ -147,6 +149,65 @@ def test_radix_order_is_a_stable_sort(case):
     np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 12).flatmap(
+        lambda bits: st.tuples(
+            st.just(bits), st.lists(st.integers(0, 2**bits - 1), min_size=0, max_size=300)
+        )
+    )
+)
+def test_counting_order_is_a_stable_sort_and_sorts_the_keys(case):
+    """The four quarters' counting sort against numpy's stable argsort, at every length (the
+    quarters uneven or empty when N is not a multiple of 4 or below it)."""
+    bits, values = case
+    keys = np.array(values, dtype=np.int64)
+    sorted_keys = np.full(len(keys), -1, dtype=np.int64)
+    order = gibbs._counting_order(keys, 2**bits, sorted_keys)
+    want = np.argsort(keys, kind="stable")
+    np.testing.assert_array_equal(order, want)
+    np.testing.assert_array_equal(sorted_keys, keys[want])
+
+
+@pytest.mark.parametrize("limit", [gibbs.KEY_SPACE_LIMIT, 5.0, 0.0])
+def test_group_order_sorts_the_records_by_key_in_index_order_on_every_path(limit):
+    """Within ``limit`` the keys (here all under ``_COUNTING_SPACE``) are counted, over it every
+    record is its own group: on each path, compiled and in Python, the order is a stable sort
+    by key and ``group_keys`` are the keys in that order."""
+    da = _sampler()
+    card, n_par, par, _, _, _, n_ch, ch = da._net
+    x = da._records(np.random.default_rng(2))
+    xt = gibbs.node_major(x)
+    np.testing.assert_array_equal(xt, x.T)
+    keys = np.empty(N, dtype=np.int64)
+    for v in range(x.shape[1]):
+        runs = [gibbs.group_order(v, xt, card, n_par, par, n_ch, ch, keys, limit)]
+        runs.append(gibbs.group_order.py_func(v, xt, card, n_par, par, n_ch, ch, keys, limit))
+        space = gibbs._keys(v, xt, card, n_par, par, n_ch, ch, keys, limit)
+        want_keys = keys.copy() if space else np.arange(N)
+        want = np.argsort(want_keys, kind="stable")
+        for order, group_keys in runs:
+            np.testing.assert_array_equal(order, want)
+            np.testing.assert_array_equal(group_keys, want_keys[want])
+
+
+def test_group_order_takes_the_radix_sort_beyond_the_counting_space(monkeypatch):
+    """With ``_COUNTING_SPACE`` at 0 every key space goes to the radix sort: the same order and
+    sorted keys."""
+    da = _sampler()
+    card, n_par, par, _, _, _, n_ch, ch = da._net
+    xt = gibbs.node_major(da._records(np.random.default_rng(2)))
+    keys = np.empty(N, dtype=np.int64)
+    monkeypatch.setattr(gibbs, "_COUNTING_SPACE", 0)  # read by the Python source below
+    for v in range(xt.shape[0]):
+        order, group_keys = gibbs.group_order.py_func(
+            v, xt, card, n_par, par, n_ch, ch, keys, gibbs.KEY_SPACE_LIMIT
+        )
+        gibbs._keys(v, xt, card, n_par, par, n_ch, ch, keys, gibbs.KEY_SPACE_LIMIT)
+        np.testing.assert_array_equal(order, np.argsort(keys, kind="stable"))
+        np.testing.assert_array_equal(group_keys, np.sort(keys))
+
+
 def test_re_anchoring_the_cached_weights_leaves_the_draws_unchanged(monkeypatch):
     """Each group keeps its weights as ``exp(W_k − ref)`` and re-anchors ``ref`` when their sum
     leaves ``(_LOW, _HIGH)``. Re-anchoring at every record (both bounds at 1) or at some of them
@@ -172,14 +233,19 @@ def test_re_anchoring_the_cached_weights_leaves_the_draws_unchanged(monkeypatch)
         np.testing.assert_array_equal(runs[0][0], x)
 
 
+@pytest.mark.parametrize("limit", [gibbs.KEY_SPACE_LIMIT, 0.0])
 @pytest.mark.parametrize("sigma", [1.5, 30.0])
-def test_sweep_draws_are_the_heat_bath_draws_from_the_target_recomputed(sigma):
+def test_sweep_draws_are_the_heat_bath_draws_from_the_target_recomputed(sigma, limit, monkeypatch):
     """Every draw of the grouped sweep (cached weights per group, the one-record-out weight kept
     per state) equals the draw of a direct heat-bath update in the same order, its conditional
     computed record by record from the whole collapsed target on recounted tables, fed the same
     uniforms: a cached weight that went stale would send some record elsewhere. With noise of
     scale 30 the releases say little and records move often, so the weights handed over on a
-    move are read."""
+    move are read. With ``limit`` 0 every node is updated one record at a time in index order,
+    its weights summed from cached factor terms, which must go stale exactly when a record
+    moves."""
+    # the Python source throughout, so that every uniform comes from numpy's global generator
+    monkeypatch.setattr(gibbs, "_factor_scan", gibbs._factor_scan.py_func)
     da = _sampler(sigma)
     net, obs = da._net, da._obs
     card, n_par, par, _, _, _, n_ch, ch = net
@@ -187,7 +253,7 @@ def test_sweep_draws_are_the_heat_bath_draws_from_the_target_recomputed(sigma):
     x = start.copy()
     cell_n, row_n = _tables(da, x)
     np.random.seed(8)  # noqa: NPY002 (the Python source draws from numpy's global generator)
-    changed = sum(gibbs.gibbs_sweep.py_func(x, net, obs, cell_n, row_n)[0] for _ in range(5))
+    changed = sum(gibbs.gibbs_sweep.py_func(x, net, obs, cell_n, row_n, limit)[0] for _ in range(5))
     assert changed > 20
 
     want = start.copy()
@@ -195,8 +261,8 @@ def test_sweep_draws_are_the_heat_bath_draws_from_the_target_recomputed(sigma):
     keys = np.empty(N, dtype=np.int64)
     for _ in range(5):
         for v in range(want.shape[1]):
-            order = gibbs.group_order(
-                v, want, card, n_par, par, n_ch, ch, keys, gibbs.KEY_SPACE_LIMIT
+            order, _ = gibbs.group_order(
+                v, gibbs.node_major(want), card, n_par, par, n_ch, ch, keys, limit
             )
             for j in order:
                 logp = np.empty(card[v])

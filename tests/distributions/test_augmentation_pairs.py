@@ -51,7 +51,7 @@ def test_pair_weights_are_the_target_at_every_split(mechanism, v, ka, kb):
     x[:, 0] = np.where(np.arange(N) < N // 2, 0, x[:, 0])  # a large group at a's first rows
     cs = gibbs._child_strides(card, n_par, par, stride, n_ch, ch)
     keys = np.empty(N, dtype=np.int64)
-    assert gibbs._keys(v, x, card, n_par, par, n_ch, ch, keys, 1e18)
+    assert gibbs._keys(v, gibbs.node_major(x), card, n_par, par, n_ch, ch, keys, 1e18)
     sizes = {k: int(np.sum(keys == k)) for k in np.unique(keys)}
     j0 = int(np.flatnonzero(keys == max(sizes, key=sizes.get))[0])
     group = np.flatnonzero(keys == keys[j0])

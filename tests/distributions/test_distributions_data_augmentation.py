@@ -405,7 +405,8 @@ def test_child_row_edges_of_the_adult_network():
 
 @pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
 def test_record_by_record_heat_bath_matches_enumeration(exact, mechanism):
-    """The heat-bath sweep with no grouping (every Markov-blanket key space over the limit)."""
+    """The heat-bath sweep with no grouping (every Markov-blanket key space over the limit):
+    records one at a time, their weights summed from cached factor terms."""
     da = DataAugmentation(STRUCTURE, STATES, RELEASES[mechanism](), N, moves=("gibbs",))
     da._key_space_limit = 0.0
     idata = da.sample(draws=4000, tune=200, chains=2, random_seed=13)
