@@ -116,47 +116,51 @@ def descendants(children: dict[int, list[int]], n_nodes: int) -> tuple[np.ndarra
 
 @per_record
 def _forward(
-    x, sel, m, k2, dset, n_d, where, alpha, wts, old, moved, redrawn, flag,
+    x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, wts, pending, flag, e_of, step, old,
+    moved,
     card, n_par, par, stride, cell_off, row_off,
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
     cell_n, row_n,
 ):  # fmt: skip
     """The forward proposal of a subtree move (module notes), applied to ``x`` and the tables:
     ``dset[0]`` set to ``k2`` for the records ``sel[:m]``, in turn, and each descendant whose
-    parent configuration changed redrawn from the predictive. Records each changed family's
-    old and new (cell, row) in ``moved`` and marks it in ``redrawn``. Returns
-    ``log π(x') − log π(x) − log q(x → x')``."""
+    parent configuration changed redrawn from the predictive. A descendant is visited only if
+    a parent's value changed (``pending``, set from the ``kid`` positions in ``dset`` of each
+    node's children). Each changed family is listed in visiting order: ``step[e]`` its record's
+    place in ``sel`` and its node's in ``dset``, ``old[e]`` its old value, ``moved[e]`` its old
+    and new (cell, row). Returns ``(log π(x') − log π(x) − log q(x → x'), entries)``."""
     log_ratio = 0.0
+    e = 0
     for t in range(m):
         j = sel[t]
         for i in range(n_d):
+            pending[i] = False
+            flag[i] = False
+        pending[0] = True
+        for i in range(n_d):
+            if not pending[i]:  # same parents, same cell: nothing to redraw
+                continue
             w = dset[i]
-            old[t, i] = x[j, w]
+            ow = x[j, w]
             if i == 0:  # the moved node: to k2 within its row (the row is unchanged: -1)
                 o_base = n_base = cell_off[w] + _config(x, j, w, n_par, par, stride) * card[w]
                 o_row = n_row = -1
                 kw = k2
             else:
-                changed = False
                 o_cfg = 0
                 for q in range(n_par[w]):
                     p = par[w, q]
                     ip = where[p]
-                    if ip >= 0:
-                        changed = changed or flag[ip]
-                        o_cfg += old[t, ip] * stride[w, q]
+                    if ip >= 0 and flag[ip]:
+                        o_cfg += old[e_of[ip]] * stride[w, q]
                     else:
                         o_cfg += x[j, p] * stride[w, q]
-                redrawn[t, i] = changed
-                flag[i] = False
-                if not changed:  # same parents, same cell: nothing to redraw
-                    continue
                 n_cfg = _config(x, j, w, n_par, par, stride)
                 o_base = cell_off[w] + o_cfg * card[w]
                 n_base = cell_off[w] + n_cfg * card[w]
                 o_row = row_off[w] + o_cfg
                 n_row = row_off[w] + n_cfg
-            o_cell = o_base + old[t, i]
+            o_cell = o_base + ow
             log_ratio += _shift(
                 w, o_cell, o_row, -1, True, cell_n, row_n,
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
@@ -180,42 +184,47 @@ def _forward(
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
             )  # fmt: skip
             x[j, w] = kw
-            redrawn[t, i] = True
-            flag[i] = kw != old[t, i]
-            moved[t, i, 0] = o_cell
-            moved[t, i, 1] = o_row
-            moved[t, i, 2] = n_base + kw
-            moved[t, i, 3] = n_row
-    return log_ratio
+            step[e, 0] = t
+            step[e, 1] = i
+            old[e] = ow
+            moved[e, 0] = o_cell
+            moved[e, 1] = o_row
+            moved[e, 2] = n_base + kw
+            moved[e, 3] = n_row
+            e_of[i] = e
+            e += 1
+            if kw != ow:
+                flag[i] = True
+                for c in range(n_kid[i]):
+                    pending[kid[i, c]] = True
+    return log_ratio, e
 
 
 @per_record
-def _reverse(sel, m, dset, n_d, alpha, card, old, moved, redrawn, cell_n, row_n):
+def _reverse(e_n, step, alpha, card, dset, moved, cell_n, row_n):
     """Undo the forward proposal on the tables in the same order, each redrawn family's old
     value weighed by the predictive of its old row: returns ``log q(x' → x)``."""
     lq = 0.0
-    for t in range(m):
-        for i in range(n_d):
-            if not redrawn[t, i]:
-                continue
-            w = dset[i]
-            cell_n[moved[t, i, 2]] -= 1
-            cell_n[moved[t, i, 0]] += 1
-            if i > 0:
-                row_n[moved[t, i, 3]] -= 1
-                o_cell = moved[t, i, 0]
-                o_row = moved[t, i, 1]
-                # the record is out of both rows while its old value is weighed
-                lq += math.log(cell_n[o_cell] - 1 + alpha[w]) - math.log(
-                    row_n[o_row] + card[w] * alpha[w]
-                )
-                row_n[o_row] += 1
+    for e in range(e_n):
+        cell_n[moved[e, 2]] -= 1
+        cell_n[moved[e, 0]] += 1
+        if step[e, 1] > 0:
+            w = dset[step[e, 1]]
+            row_n[moved[e, 3]] -= 1
+            o_cell = moved[e, 0]
+            o_row = moved[e, 1]
+            # the record is out of both rows while its old value is weighed
+            lq += math.log(cell_n[o_cell] - 1 + alpha[w]) - math.log(
+                row_n[o_row] + card[w] * alpha[w]
+            )
+            row_n[o_row] += 1
     return lq
 
 
 @per_record
 def _redraw_accept(
-    x, sel, m, k2, dset, n_d, where, alpha, wts, old, moved, redrawn, flag, log_ratio,
+    x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, wts, pending, flag, e_of, step, old,
+    moved, log_ratio,
     card, n_par, par, stride, cell_off, row_off,
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
     cell_n, row_n,
@@ -224,27 +233,25 @@ def _redraw_accept(
     ``sel[:m]`` are chosen. ``log_ratio`` enters holding the selection's log Hastings ratio.
     Returns True if accepted (``x`` and the tables then hold the proposal, else the old
     state)."""
-    log_ratio += _forward(
-        x, sel, m, k2, dset, n_d, where, alpha, wts, old, moved, redrawn, flag,
+    forward, e_n = _forward(
+        x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, wts, pending, flag, e_of, step, old,
+        moved,
         card, n_par, par, stride, cell_off, row_off,
         kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
         cell_n, row_n,
     )  # fmt: skip
-    log_ratio += _reverse(sel, m, dset, n_d, alpha, card, old, moved, redrawn, cell_n, row_n)
+    log_ratio += forward
+    log_ratio += _reverse(e_n, step, alpha, card, dset, moved, cell_n, row_n)
     if math.log(1.0 - np.random.random()) < log_ratio:  # the tables back at x': re-apply
-        for t in range(m):
-            for i in range(n_d):
-                if redrawn[t, i]:
-                    cell_n[moved[t, i, 0]] -= 1
-                    cell_n[moved[t, i, 2]] += 1
-                    if i > 0:
-                        row_n[moved[t, i, 1]] -= 1
-                        row_n[moved[t, i, 3]] += 1
+        for e in range(e_n):
+            cell_n[moved[e, 0]] -= 1
+            cell_n[moved[e, 2]] += 1
+            if step[e, 1] > 0:
+                row_n[moved[e, 1]] -= 1
+                row_n[moved[e, 3]] += 1
         return True
-    for t in range(m):  # the tables are at x already
-        for i in range(n_d):
-            if redrawn[t, i]:
-                x[sel[t], dset[i]] = old[t, i]
+    for e in range(e_n):  # the tables are at x already
+        x[sel[step[e, 0]], dset[step[e, 1]]] = old[e]
     return False
 
 
@@ -263,6 +270,19 @@ def _subtree_set(v, desc, n_desc, card):
 
 
 @njit(cache=True, nogil=True)
+def _child_places(dset, n_d, where, n_ch, ch):
+    """Per place ``i`` in ``dset``, the places of its node's children (all in ``dset``, which
+    holds a node's descendants): ``kid[i, :n_kid[i]]``."""
+    n_kid = np.zeros(n_d, dtype=np.int64)
+    kid = np.zeros((n_d, max(1, ch.shape[1])), dtype=np.int64)
+    for i in range(n_d):
+        for c in range(n_ch[dset[i]]):
+            kid[i, n_kid[i]] = where[ch[dset[i], c]]
+            n_kid[i] += 1
+    return n_kid, kid
+
+
+@njit(cache=True, nogil=True)
 def _scan_rows(
     order, pos, start, size, n_rows, kv, per_row, max_m, dset, n_d, kmax, alpha,
     x, net, obs, cell_n, row_n,
@@ -270,17 +290,20 @@ def _scan_rows(
     """``per_row`` subtree proposals in every non-empty row of buckets ``kv`` cells wide (the
     records of bucket ``l`` at ``order[start[l]:start[l] + size[l]]``), moving ``dset[0]``
     to the state of the target cell. Returns (accepted, proposed)."""
-    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
+    card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     wts = np.empty(kmax)
     sel = np.empty(max_m, dtype=np.int64)
-    old = np.empty((max_m, n_d), dtype=np.int64)
-    moved = np.empty((max_m, n_d, 4), dtype=np.int64)
-    redrawn = np.zeros((max_m, n_d), dtype=np.bool_)
+    step = np.empty((max_m * n_d, 2), dtype=np.int64)
+    old = np.empty(max_m * n_d, dtype=np.int64)
+    moved = np.empty((max_m * n_d, 4), dtype=np.int64)
+    pending = np.zeros(n_d, dtype=np.bool_)
     flag = np.zeros(n_d, dtype=np.bool_)
+    e_of = np.zeros(n_d, dtype=np.int64)
     where = np.full(card.shape[0], -1, dtype=np.int64)  # a node's place in dset, or −1
     for i in range(n_d):
         where[dset[i]] = i
+    n_kid, kid = _child_places(dset, n_d, where, n_ch, ch)
     accepted = 0
     proposed = 0
     for c in range(n_rows):
@@ -300,8 +323,8 @@ def _scan_rows(
                 _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n1 - t))
                 sel[t] = order[s0 + t]
             if _redraw_accept(
-                x, sel, m, l2 - first, dset, n_d, where, alpha, wts, old, moved, redrawn, flag,
-                log_ratio,
+                x, sel, m, l2 - first, dset, n_d, where, n_kid, kid, alpha, wts, pending, flag,
+                e_of, step, old, moved, log_ratio,
                 card, n_par, par, stride, cell_off, row_off,
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
                 cell_n, row_n,

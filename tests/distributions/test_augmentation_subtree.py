@@ -81,19 +81,29 @@ def test_a_subtree_move_redraws_what_changed_and_scores_both_ways(seed):
     dset, n_d, kmax = subtree._subtree_set(v, desc, n_desc, card)
     where = np.full(4, -1, dtype=np.int64)
     where[dset] = np.arange(n_d)
+    n_kid, kid = subtree._child_places(dset, n_d, where, net[6], net[7])
     wts = np.empty(kmax)
-    old = np.empty((m, n_d), dtype=np.int64)
-    moved = np.empty((m, n_d, 4), dtype=np.int64)
-    redrawn = np.zeros((m, n_d), dtype=np.bool_)
+    step = np.empty((m * n_d, 2), dtype=np.int64)
+    old = np.empty(m * n_d, dtype=np.int64)
+    moved = np.empty((m * n_d, 4), dtype=np.int64)
+    pending = np.zeros(n_d, dtype=np.bool_)
     flag = np.zeros(n_d, dtype=np.bool_)
+    e_of = np.zeros(n_d, dtype=np.int64)
     alpha = np.asarray(da._alpha, dtype=np.float64)
     x = start.copy()
     cell_n, row_n = _tables(net, x)
     kernels.seed(seed)
-    log_ratio = subtree._forward(
-        x, sel, m, k2, dset, n_d, where, alpha, wts, old, moved, redrawn, flag,
-        net[0], net[1], net[2], net[3], net[4], net[5], *obs, cell_n, row_n,
+    log_ratio, e_n = subtree._forward(
+        x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, wts, pending, flag, e_of, step, old,
+        moved, net[0], net[1], net[2], net[3], net[4], net[5], *obs, cell_n, row_n,
     )  # fmt: skip
+    # the families listed, in visiting order (record by record, nodes in dset order)
+    visits = [tuple(step[e]) for e in range(e_n)]
+    assert visits == sorted(visits)
+    redrawn = np.zeros((m, n_d), dtype=bool)
+    for t, i in visits:
+        redrawn[t, i] = True
+    np.testing.assert_array_equal(old[:e_n], [start[sel[t], dset[i]] for t, i in visits])
     proposal = x.copy()
     # the tables are those of the proposal; only the moved records changed, v to k2
     for got, want in zip((cell_n, row_n), _tables(net, proposal), strict=True):
@@ -114,7 +124,7 @@ def test_a_subtree_move_redraws_what_changed_and_scores_both_ways(seed):
     )
     assert log_ratio == pytest.approx(target - q_forward, abs=1e-9)
     # reverse: log q(x' → x), leaving the tables at x
-    q_reverse = subtree._reverse(sel, m, dset, n_d, alpha, card, old, moved, redrawn, cell_n, row_n)
+    q_reverse = subtree._reverse(e_n, step, alpha, card, dset, moved, cell_n, row_n)
     assert q_reverse == pytest.approx(_predictive_path(net, alpha, dset, sel, proposal, start))
     for got, want in zip((cell_n, row_n), _tables(net, start), strict=True):
         np.testing.assert_array_equal(got, want)
