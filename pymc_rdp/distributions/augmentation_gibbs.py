@@ -138,6 +138,18 @@ def _rebase(a, p, kv):
     return ref
 
 
+@per_record
+def _inverse_cdf(p, kv, u):
+    """The first state ``k`` with ``u < p[0] + … + p[k]`` (``u`` uniform on ``[0, Σ p)``), the
+    last state if rounding leaves ``u`` past every partial sum."""
+    acc = 0.0
+    for k in range(kv - 1):
+        acc += p[k]
+        if u < acc:
+            return k
+    return kv - 1
+
+
 @njit(cache=True, nogil=True)
 def _child_strides(card, n_par, par, stride, n_ch, ch):
     """``cs[v, i]``: the stride of ``v`` in the configuration index of its ``i``-th child."""
@@ -280,30 +292,15 @@ def _counting_order(keys, space, sorted_keys):
             count[s, b] = start
             start += c
     order = np.empty(n, dtype=np.int64)
-    c0, c1, c2, c3 = count[0], count[1], count[2], count[3]
     for t in range(q):
-        b = keys[t]
-        order[c0[b]] = t
-        sorted_keys[c0[b]] = b
-        c0[b] += 1
-        t1 = t + q
-        if t1 < n:
-            b = keys[t1]
-            order[c1[b]] = t1
-            sorted_keys[c1[b]] = b
-            c1[b] += 1
-        t2 = t1 + q
-        if t2 < n:
-            b = keys[t2]
-            order[c2[b]] = t2
-            sorted_keys[c2[b]] = b
-            c2[b] += 1
-        t3 = t2 + q
-        if t3 < n:
-            b = keys[t3]
-            order[c3[b]] = t3
-            sorted_keys[c3[b]] = b
-            c3[b] += 1
+        for s in range(4):  # four chains of fill pointers, independent of each other
+            u = t + s * q
+            if u < n:
+                b = keys[u]
+                at = count[s, b]
+                order[at] = u
+                sorted_keys[at] = b
+                count[s, b] = at + 1
     return order
 
 
@@ -405,14 +402,7 @@ def _factor_scan(
         total = 0.0
         for k in range(kv):
             total += p[k]
-        u = np.random.random() * total
-        k1 = kv - 1
-        acc = 0.0
-        for k in range(kv - 1):
-            acc += p[k]
-            if u < acc:
-                k1 = k
-                break
+        k1 = _inverse_cdf(p, kv, np.random.random() * total)
         if k1 == k0:
             continue
         changed += 1
@@ -534,14 +524,7 @@ def gibbs_sweep(
                     total = 0.0
                     for k in range(kv):
                         total += p[k]
-                u = np.random.random() * total
-                k1 = kv - 1
-                acc = 0.0
-                for k in range(kv - 1):
-                    acc += p[k]
-                    if u < acc:
-                        k1 = k
-                        break
+                k1 = _inverse_cdf(p, kv, np.random.random() * total)
                 if k1 == k0:  # the tables stay as they are
                     a[k0] = full
                     p[k0] = math.exp(full - ref) if rebased else p_full

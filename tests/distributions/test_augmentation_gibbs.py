@@ -134,14 +134,17 @@ def test_one_record_draws_follow_its_full_conditional():
     assert np.all(np.abs(joint - p) < 4.5 * se)
 
 
-@settings(max_examples=40, deadline=None)
-@given(
-    st.integers(1, 62).flatmap(
+def _keys_below(max_bits: int) -> st.SearchStrategy:
+    """A bit width up to ``max_bits`` and up to 300 keys below ``2**bits``."""
+    return st.integers(1, max_bits).flatmap(
         lambda bits: st.tuples(
             st.just(bits), st.lists(st.integers(0, 2**bits - 1), min_size=0, max_size=300)
         )
     )
-)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_keys_below(62))
 def test_radix_order_is_a_stable_sort(case):
     bits, values = case
     keys = np.array(values, dtype=np.int64)
@@ -150,13 +153,7 @@ def test_radix_order_is_a_stable_sort(case):
 
 
 @settings(max_examples=40, deadline=None)
-@given(
-    st.integers(1, 12).flatmap(
-        lambda bits: st.tuples(
-            st.just(bits), st.lists(st.integers(0, 2**bits - 1), min_size=0, max_size=300)
-        )
-    )
-)
+@given(_keys_below(12))
 def test_counting_order_is_a_stable_sort_and_sorts_the_keys(case):
     """The four quarters' counting sort against numpy's stable argsort, at every length (the
     quarters uneven or empty when N is not a multiple of 4 or below it)."""
