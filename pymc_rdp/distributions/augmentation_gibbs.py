@@ -332,12 +332,7 @@ def group_order(v, xt, card, n_par, par, n_ch, ch, keys, limit):
 @njit(cache=True, nogil=True)
 def node_major(x):
     """The records ``x`` (records × nodes) stored node-major: ``xt[u, j] = x[j, u]``."""
-    n, d = x.shape
-    xt = np.empty((d, n), dtype=np.int64)
-    for j in range(n):
-        for u in range(d):
-            xt[u, j] = x[j, u]
-    return xt
+    return np.ascontiguousarray(x.T)
 
 
 @njit(cache=True, nogil=True)
