@@ -86,7 +86,13 @@ from pymc_rdp.distributions._augmentation_kernels import (
 )
 from pymc_rdp.distributions.augmentation_moves import _buckets, _relocate, row_proposal
 
-__all__ = ["child_row_edges", "child_row_sweep", "descendants", "subtree_sweep"]
+__all__ = [
+    "child_row_edges",
+    "child_row_sweep",
+    "descendants",
+    "predictive_logs",
+    "subtree_sweep",
+]
 
 
 def descendants(children: dict[int, list[int]], n_nodes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -114,10 +120,34 @@ def descendants(children: dict[int, list[int]], n_nodes: int) -> tuple[np.ndarra
     return desc, n_desc
 
 
+@njit(cache=True, nogil=True)
+def predictive_logs(
+    alpha: np.ndarray, card: np.ndarray, n_scale: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The logarithms of the collapsed predictive's numerator and denominator (module notes),
+    tabulated once per chain: ``log_num[w, n] = log(n + α_w)`` and
+    ``log_den[w, n] = log(n + K_w α_w)`` for ``n = 0..n_scale``, so that
+    ``log q(x_jw = k) = log_num[w, n_wck] − log_den[w, n_wc]``.
+
+    Each entry is the logarithm of the double the moves would compute (``n`` converted, then
+    ``α_w`` or ``K_w α_w`` added), so a table read gives the same value bit for bit as the
+    logarithm it replaces; a redrawn family costs four table reads instead of four logarithms.
+    """
+    d = card.shape[0]
+    log_num = np.empty((d, n_scale + 1))
+    log_den = np.empty((d, n_scale + 1))
+    for w in range(d):
+        k_alpha = card[w] * alpha[w]
+        for n in range(n_scale + 1):
+            log_num[w, n] = math.log(n + alpha[w])
+            log_den[w, n] = math.log(n + k_alpha)
+    return log_num, log_den
+
+
 @per_record
 def _forward(
-    x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, wts, pending, flag, e_of, step, old,
-    moved,
+    x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, log_num, log_den, pending, flag, e_of,
+    step, old, moved,
     card, n_par, par, stride, cell_off, row_off,
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
     cell_n, row_n,
@@ -126,7 +156,10 @@ def _forward(
     ``dset[0]`` set to ``k2`` for the records ``sel[:m]``, in turn, and each descendant whose
     parent configuration changed redrawn from the predictive. A descendant is visited only if
     a parent's value changed (``pending``, set from the ``kid`` positions in ``dset`` of each
-    node's children). Each changed family is listed in visiting order: ``step[e]`` its record's
+    node's children); the predictive's logarithms are read from ``log_num`` and ``log_den``
+    (:func:`predictive_logs`) and the draw is scaled by the row's total ``n_wc + K_w α_w``
+    (the sum of the ``K_w`` weights; the same double when ``α`` is a whole number, as by
+    default). Each changed family is listed in visiting order: ``step[e]`` its record's
     place in ``sel`` and its node's in ``dset``, ``old[e]`` its old value, ``moved[e]`` its old
     and new (cell, row). Returns ``(log π(x') − log π(x) − log q(x → x'), entries)``."""
     log_ratio = 0.0
@@ -166,19 +199,16 @@ def _forward(
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
             )  # fmt: skip
             if i > 0:  # draw from the predictive of the new row; −log q(forward)
-                total = 0.0
-                for k in range(card[w]):
-                    wts[k] = cell_n[n_base + k] + alpha[w]
-                    total += wts[k]
-                u = np.random.random() * total
+                # the new row holds row_n[n_row] records (this one is out of the family)
+                u = np.random.random() * (row_n[n_row] + card[w] * alpha[w])
                 kw = card[w] - 1
                 acc = 0.0
                 for k in range(card[w] - 1):
-                    acc += wts[k]
+                    acc += cell_n[n_base + k] + alpha[w]
                     if u < acc:
                         kw = k
                         break
-                log_ratio -= math.log(wts[kw]) - math.log(total)
+                log_ratio -= log_num[w, cell_n[n_base + kw]] - log_den[w, row_n[n_row]]
             log_ratio += _shift(
                 w, n_base + kw, n_row, 1, True, cell_n, row_n,
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
@@ -201,7 +231,7 @@ def _forward(
 
 
 @per_record
-def _reverse(e_n, step, alpha, card, dset, moved, cell_n, row_n):
+def _reverse(e_n, step, log_num, log_den, dset, moved, cell_n, row_n):
     """Undo the forward proposal on the tables in the same order, each redrawn family's old
     value weighed by the predictive of its old row: returns ``log q(x' → x)``."""
     lq = 0.0
@@ -214,17 +244,15 @@ def _reverse(e_n, step, alpha, card, dset, moved, cell_n, row_n):
             o_cell = moved[e, 0]
             o_row = moved[e, 1]
             # the record is out of both rows while its old value is weighed
-            lq += math.log(cell_n[o_cell] - 1 + alpha[w]) - math.log(
-                row_n[o_row] + card[w] * alpha[w]
-            )
+            lq += log_num[w, cell_n[o_cell] - 1] - log_den[w, row_n[o_row]]
             row_n[o_row] += 1
     return lq
 
 
 @per_record
 def _redraw_accept(
-    x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, wts, pending, flag, e_of, step, old,
-    moved, log_ratio,
+    x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, log_num, log_den, pending, flag, e_of,
+    step, old, moved, log_ratio,
     card, n_par, par, stride, cell_off, row_off,
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
     cell_n, row_n,
@@ -234,14 +262,14 @@ def _redraw_accept(
     Returns True if accepted (``x`` and the tables then hold the proposal, else the old
     state)."""
     forward, e_n = _forward(
-        x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, wts, pending, flag, e_of, step, old,
-        moved,
+        x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, log_num, log_den, pending, flag, e_of,
+        step, old, moved,
         card, n_par, par, stride, cell_off, row_off,
         kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
         cell_n, row_n,
     )  # fmt: skip
     log_ratio += forward
-    log_ratio += _reverse(e_n, step, alpha, card, dset, moved, cell_n, row_n)
+    log_ratio += _reverse(e_n, step, log_num, log_den, dset, moved, cell_n, row_n)
     if math.log(1.0 - np.random.random()) < log_ratio:  # the tables back at x': re-apply
         for e in range(e_n):
             cell_n[moved[e, 0]] -= 1
@@ -256,17 +284,14 @@ def _redraw_accept(
 
 
 @njit(cache=True, nogil=True)
-def _subtree_set(v, desc, n_desc, card):
-    """``v`` and its descendants (``dset``, ``n_d``) and their largest number of states."""
+def _subtree_set(v, desc, n_desc):
+    """``v`` and its descendants: ``(dset, n_d)``."""
     n_d = 1 + n_desc[v]
     dset = np.empty(n_d, dtype=np.int64)
     dset[0] = v
     for i in range(n_desc[v]):
         dset[1 + i] = desc[v, i]
-    kmax = 1
-    for i in range(n_d):
-        kmax = max(kmax, card[dset[i]])
-    return dset, n_d, kmax
+    return dset, n_d
 
 
 @njit(cache=True, nogil=True)
@@ -284,7 +309,7 @@ def _child_places(dset, n_d, where, n_ch, ch):
 
 @njit(cache=True, nogil=True)
 def _scan_rows(
-    order, pos, start, size, n_rows, kv, per_row, max_m, dset, n_d, kmax, alpha,
+    order, pos, start, size, n_rows, kv, per_row, max_m, dset, n_d, prior,
     x, net, obs, cell_n, row_n,
 ):  # fmt: skip
     """``per_row`` subtree proposals in every non-empty row of buckets ``kv`` cells wide (the
@@ -292,7 +317,7 @@ def _scan_rows(
     to the state of the target cell. Returns (accepted, proposed)."""
     card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
-    wts = np.empty(kmax)
+    alpha, log_num, log_den = prior
     sel = np.empty(max_m, dtype=np.int64)
     step = np.empty((max_m * n_d, 2), dtype=np.int64)
     old = np.empty(max_m * n_d, dtype=np.int64)
@@ -323,8 +348,8 @@ def _scan_rows(
                 _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n1 - t))
                 sel[t] = order[s0 + t]
             if _redraw_accept(
-                x, sel, m, l2 - first, dset, n_d, where, n_kid, kid, alpha, wts, pending, flag,
-                e_of, step, old, moved, log_ratio,
+                x, sel, m, l2 - first, dset, n_d, where, n_kid, kid, alpha, log_num, log_den,
+                pending, flag, e_of, step, old, moved, log_ratio,
                 card, n_par, par, stride, cell_off, row_off,
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
                 cell_n, row_n,
@@ -337,17 +362,19 @@ def _scan_rows(
 
 
 @njit(cache=True, nogil=True)
-def subtree_sweep(v, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell_n, row_n):
+def subtree_sweep(v, per_row, max_m, prior, desc, n_desc, x, net, obs, cell_n, row_n):
     """Collapsed row-block moves of node ``v`` with its descendants redrawn (module notes),
-    ``per_row`` proposals in every non-empty row. Returns (accepted, proposed)."""
+    ``per_row`` proposals in every non-empty row. ``prior`` is ``(alpha, log_num, log_den)``:
+    the Dirichlet prior's α per node and :func:`predictive_logs`. Returns (accepted,
+    proposed)."""
     card, n_par, par, stride, cell_off, _row_off, _n_ch, _ch = net
     kv = card[v]
     if kv < 2 or x.shape[0] == 0 or per_row < 1:
         return 0, 0
-    dset, n_d, kmax = _subtree_set(v, desc, n_desc, card)
+    dset, n_d = _subtree_set(v, desc, n_desc)
     return _scan_rows(
         *_buckets(v, x, card, n_par, par, stride, cell_off, cell_n),
-        (cell_off[v + 1] - cell_off[v]) // kv, kv, per_row, max_m, dset, n_d, kmax, alpha,
+        (cell_off[v + 1] - cell_off[v]) // kv, kv, per_row, max_m, dset, n_d, prior,
         x, net, obs, cell_n, row_n,
     )  # fmt: skip
 
@@ -409,11 +436,12 @@ def _child_buckets(p, w, x, card, n_par, par, stride, cell_off, row_off, row_n):
 
 
 @njit(cache=True, nogil=True)
-def child_row_sweep(p, w, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell_n, row_n):
+def child_row_sweep(p, w, per_row, max_m, prior, desc, n_desc, x, net, obs, cell_n, row_n):
     """Subtree moves of parent ``p`` whose records are chosen from one row of its child
     ``w`` (module notes): for every configuration of ``w``'s other parents, ``per_row``
     proposals that move ``m`` records from ``w``'s row with ``p = k₁`` to its row with
-    ``p = k₂``, redrawing their descendants of ``p``. Returns (accepted, proposed)."""
+    ``p = k₂``, redrawing their descendants of ``p``. ``prior`` as for
+    :func:`subtree_sweep`. Returns (accepted, proposed)."""
     card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
     n = x.shape[0]
     kp = card[p]
@@ -423,8 +451,8 @@ def child_row_sweep(p, w, per_row, max_m, alpha, desc, n_desc, x, net, obs, cell
         p, w, x, card, n_par, par, stride, cell_off, row_off, row_n
     )
     n_super = ((cell_off[w + 1] - cell_off[w]) // card[w]) // kp
-    dset, n_d, kmax = _subtree_set(p, desc, n_desc, card)
+    dset, n_d = _subtree_set(p, desc, n_desc)
     return _scan_rows(
-        order, pos, start, size, n_super, kp, per_row, max_m, dset, n_d, kmax, alpha,
+        order, pos, start, size, n_super, kp, per_row, max_m, dset, n_d, prior,
         x, net, obs, cell_n, row_n,
     )  # fmt: skip

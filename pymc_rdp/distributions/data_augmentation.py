@@ -647,13 +647,19 @@ class DataAugmentation(AugmentationStep):
         tally = np.zeros((len(self.nodes), 2), dtype=np.int64)
         decide = min(_DIFFUSE_AFTER, tune) if adapt and self.moves.count("gibbs") > 1 else -1
 
-        def descend(sweep, units, per, size, cap, it):
+        # subtree and child-row moves read the predictive's logarithms from tables
+        predictive = None
+        if {"subtree", "child_row"} & set(self.moves):
+            predictive = (self._alpha, *kt.predictive_logs(self._alpha, net[0], self.n_records))
+
+        def descend(sweep, units, per, size, cap, it, prior):
             """One sweep of subtree-type moves over ``units`` (nodes or edges) at iteration
-            ``it``; block sizes adapt during tuning. Returns the acceptance rate."""
+            ``it``, ``prior`` the sweep's prior argument; block sizes adapt during tuning.
+            Returns the acceptance rate."""
             acc = prop = 0
             for e, unit in enumerate(units):
                 a, p = sweep(
-                    *unit, per[e], round(size[e]), self._alpha, desc, n_desc,
+                    *unit, per[e], round(size[e]), prior, desc, n_desc,
                     x, net, obs, cell_n, row_n,
                 )  # fmt: skip
                 acc += a
@@ -696,17 +702,18 @@ class DataAugmentation(AugmentationStep):
                     )
                     rates[move] = a / max(1, p)
                 elif move == "subtree":
-                    rates[move] = descend(kt.subtree_sweep, trees, per_row, tree_size, size_cap, it)
+                    rates[move] = descend(
+                        kt.subtree_sweep, trees, per_row, tree_size, size_cap, it, predictive
+                    )
                 elif move == "child_row":
                     rates[move] = descend(
-                        kt.child_row_sweep, edges, per_edge, edge_size, edge_cap, it
+                        kt.child_row_sweep, edges, per_edge, edge_size, edge_cap, it, predictive
                     )
                 elif move == "ancillary":
                     k.draw_theta(cell_n, self._alpha, net, theta, buf)
                     ka.draw_uniforms(x, theta, net, u)
-                    rates[move] = descend(
-                        ka.ancillary_sweep, anc_units, anc_per_row, anc_size, size_cap, it
-                    )
+                    anc = (anc_units, anc_per_row, anc_size, size_cap)
+                    rates[move] = descend(ka.ancillary_sweep, *anc, it, self._alpha)
                 elif move == "swap":
                     acc = prop = 0
                     for i in nodes:
