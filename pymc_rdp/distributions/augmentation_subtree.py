@@ -123,31 +123,49 @@ def descendants(children: dict[int, list[int]], n_nodes: int) -> tuple[np.ndarra
 @njit(cache=True, nogil=True)
 def predictive_logs(
     alpha: np.ndarray, card: np.ndarray, n_scale: int
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The logarithms of the collapsed predictive's numerator and denominator (module notes),
-    tabulated once per chain: ``log_num[w, n] = log(n + α_w)`` and
-    ``log_den[w, n] = log(n + K_w α_w)`` for ``n = 0..n_scale``, so that
-    ``log q(x_jw = k) = log_num[w, n_wck] − log_den[w, n_wc]``.
+    tabulated once per chain: ``(logs, num_of, den_of)`` with
+    ``logs[num_of[w], n] = log(n + α_w)`` and ``logs[den_of[w], n] = log(n + K_w α_w)`` for
+    ``n = 0..n_scale``, so that
+    ``log q(x_jw = k) = logs[num_of[w], n_wck] − logs[den_of[w], n_wc]``.
 
-    Each entry is the logarithm of the double the moves would compute (``n`` converted, then
-    ``α_w`` or ``K_w α_w`` added), so a table read gives the same value bit for bit as the
-    logarithm it replaces; a redrawn family costs four table reads instead of four logarithms.
+    ``logs`` holds one row per distinct offset ``α_w`` or ``K_w α_w`` (with one α over the
+    network, one row plus one per number of states), not one per node: at ``N = 10⁶`` a row is
+    8 MB. Each entry is the logarithm of the double the moves would compute (``n`` converted,
+    then the offset added), so a table read gives the same value bit for bit as the logarithm
+    it replaces; a redrawn family costs four table reads instead of four logarithms.
     """
     d = card.shape[0]
-    log_num = np.empty((d, n_scale + 1))
-    log_den = np.empty((d, n_scale + 1))
-    for w in range(d):
-        k_alpha = card[w] * alpha[w]
+    offsets = np.empty(2 * d)
+    num_of = np.empty(d, dtype=np.int64)
+    den_of = np.empty(d, dtype=np.int64)
+    rows = 0
+    for w in range(2 * d):
+        offset = alpha[w] if w < d else card[w - d] * alpha[w - d]
+        at = rows
+        for t in range(rows):
+            if offsets[t] == offset:
+                at = t
+                break
+        if at == rows:
+            offsets[rows] = offset
+            rows += 1
+        if w < d:
+            num_of[w] = at
+        else:
+            den_of[w - d] = at
+    logs = np.empty((rows, n_scale + 1))
+    for t in range(rows):
         for n in range(n_scale + 1):
-            log_num[w, n] = math.log(n + alpha[w])
-            log_den[w, n] = math.log(n + k_alpha)
-    return log_num, log_den
+            logs[t, n] = math.log(n + offsets[t])
+    return logs, num_of, den_of
 
 
 @per_record
 def _forward(
-    x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, log_num, log_den, pending, flag, e_of,
-    step, old, moved,
+    x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, logs, num_of, den_of, pending, flag,
+    e_of, step, old, moved,
     card, n_par, par, stride, cell_off, row_off,
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
     cell_n, row_n,
@@ -156,7 +174,7 @@ def _forward(
     ``dset[0]`` set to ``k2`` for the records ``sel[:m]``, in turn, and each descendant whose
     parent configuration changed redrawn from the predictive. A descendant is visited only if
     a parent's value changed (``pending``, set from the ``kid`` positions in ``dset`` of each
-    node's children); the predictive's logarithms are read from ``log_num`` and ``log_den``
+    node's children); the predictive's logarithms are read from ``logs``
     (:func:`predictive_logs`) and the draw is scaled by the row's total ``n_wc + K_w α_w``
     (the sum of the ``K_w`` weights; the same double when ``α`` is a whole number, as by
     default). Each changed family is listed in visiting order: ``step[e]`` its record's
@@ -208,7 +226,7 @@ def _forward(
                     if u < acc:
                         kw = k
                         break
-                log_ratio -= log_num[w, cell_n[n_base + kw]] - log_den[w, row_n[n_row]]
+                log_ratio -= logs[num_of[w], cell_n[n_base + kw]] - logs[den_of[w], row_n[n_row]]
             log_ratio += _shift(
                 w, n_base + kw, n_row, 1, True, cell_n, row_n,
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
@@ -231,7 +249,7 @@ def _forward(
 
 
 @per_record
-def _reverse(e_n, step, log_num, log_den, dset, moved, cell_n, row_n):
+def _reverse(e_n, step, logs, num_of, den_of, dset, moved, cell_n, row_n):
     """Undo the forward proposal on the tables in the same order, each redrawn family's old
     value weighed by the predictive of its old row: returns ``log q(x' → x)``."""
     lq = 0.0
@@ -244,15 +262,15 @@ def _reverse(e_n, step, log_num, log_den, dset, moved, cell_n, row_n):
             o_cell = moved[e, 0]
             o_row = moved[e, 1]
             # the record is out of both rows while its old value is weighed
-            lq += log_num[w, cell_n[o_cell] - 1] - log_den[w, row_n[o_row]]
+            lq += logs[num_of[w], cell_n[o_cell] - 1] - logs[den_of[w], row_n[o_row]]
             row_n[o_row] += 1
     return lq
 
 
 @per_record
 def _redraw_accept(
-    x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, log_num, log_den, pending, flag, e_of,
-    step, old, moved, log_ratio,
+    x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, logs, num_of, den_of, pending, flag,
+    e_of, step, old, moved, log_ratio,
     card, n_par, par, stride, cell_off, row_off,
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
     cell_n, row_n,
@@ -262,14 +280,14 @@ def _redraw_accept(
     Returns True if accepted (``x`` and the tables then hold the proposal, else the old
     state)."""
     forward, e_n = _forward(
-        x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, log_num, log_den, pending, flag, e_of,
-        step, old, moved,
+        x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, logs, num_of, den_of, pending, flag,
+        e_of, step, old, moved,
         card, n_par, par, stride, cell_off, row_off,
         kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
         cell_n, row_n,
     )  # fmt: skip
     log_ratio += forward
-    log_ratio += _reverse(e_n, step, log_num, log_den, dset, moved, cell_n, row_n)
+    log_ratio += _reverse(e_n, step, logs, num_of, den_of, dset, moved, cell_n, row_n)
     if math.log(1.0 - np.random.random()) < log_ratio:  # the tables back at x': re-apply
         for e in range(e_n):
             cell_n[moved[e, 0]] -= 1
@@ -317,7 +335,7 @@ def _scan_rows(
     to the state of the target cell. Returns (accepted, proposed)."""
     card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
-    alpha, log_num, log_den = prior
+    alpha, logs, num_of, den_of = prior
     sel = np.empty(max_m, dtype=np.int64)
     step = np.empty((max_m * n_d, 2), dtype=np.int64)
     old = np.empty(max_m * n_d, dtype=np.int64)
@@ -348,7 +366,7 @@ def _scan_rows(
                 _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n1 - t))
                 sel[t] = order[s0 + t]
             if _redraw_accept(
-                x, sel, m, l2 - first, dset, n_d, where, n_kid, kid, alpha, log_num, log_den,
+                x, sel, m, l2 - first, dset, n_d, where, n_kid, kid, alpha, logs, num_of, den_of,
                 pending, flag, e_of, step, old, moved, log_ratio,
                 card, n_par, par, stride, cell_off, row_off,
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
@@ -364,7 +382,7 @@ def _scan_rows(
 @njit(cache=True, nogil=True)
 def subtree_sweep(v, per_row, max_m, prior, desc, n_desc, x, net, obs, cell_n, row_n):
     """Collapsed row-block moves of node ``v`` with its descendants redrawn (module notes),
-    ``per_row`` proposals in every non-empty row. ``prior`` is ``(alpha, log_num, log_den)``:
+    ``per_row`` proposals in every non-empty row. ``prior`` is ``(alpha, logs, num_of, den_of)``:
     the Dirichlet prior's α per node and :func:`predictive_logs`. Returns (accepted,
     proposed)."""
     card, n_par, par, stride, cell_off, _row_off, _n_ch, _ch = net

@@ -89,13 +89,13 @@ def test_a_subtree_move_redraws_what_changed_and_scores_both_ways(seed):
     flag = np.zeros(n_d, dtype=np.bool_)
     e_of = np.zeros(n_d, dtype=np.int64)
     alpha = np.asarray(da._alpha, dtype=np.float64)
-    log_num, log_den = subtree.predictive_logs(alpha, card, N)
+    logs, num_of, den_of = subtree.predictive_logs(alpha, card, N)
     x = start.copy()
     cell_n, row_n = _tables(net, x)
     kernels.seed(seed)
     log_ratio, e_n = subtree._forward(
-        x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, log_num, log_den, pending, flag, e_of,
-        step, old, moved, net[0], net[1], net[2], net[3], net[4], net[5], *obs, cell_n, row_n,
+        x, sel, m, k2, dset, n_d, where, n_kid, kid, alpha, logs, num_of, den_of, pending, flag,
+        e_of, step, old, moved, net[0], net[1], net[2], net[3], net[4], net[5], *obs, cell_n, row_n,
     )  # fmt: skip
     # the families listed, in visiting order (record by record, nodes in dset order)
     visits = [tuple(step[e]) for e in range(e_n)]
@@ -124,20 +124,22 @@ def test_a_subtree_move_redraws_what_changed_and_scores_both_ways(seed):
     )
     assert log_ratio == pytest.approx(target - q_forward, abs=1e-9)
     # reverse: log q(x' → x), leaving the tables at x
-    q_reverse = subtree._reverse(e_n, step, log_num, log_den, dset, moved, cell_n, row_n)
+    q_reverse = subtree._reverse(e_n, step, logs, num_of, den_of, dset, moved, cell_n, row_n)
     assert q_reverse == pytest.approx(_predictive_path(net, alpha, dset, sel, proposal, start))
     for got, want in zip((cell_n, row_n), _tables(net, start), strict=True):
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("alpha0", [1.0, 0.5, 1 / 3, 2.7])
-def test_predictive_logs_are_the_logarithms_the_moves_would_take(alpha0):
-    card = np.array([2, 3, 5], dtype=np.int64)
-    alpha = np.full(3, alpha0)
-    log_num, log_den = subtree.predictive_logs(alpha, card, 40)
-    assert log_num.shape == log_den.shape == (3, 41)
-    for w in range(3):
+@pytest.mark.parametrize("alpha", [[1.0] * 4, [0.5] * 4, [1 / 3] * 4, [2.7, 1.0, 2.7, 0.25]])
+def test_predictive_logs_are_the_logarithms_the_moves_would_take(alpha):
+    """One row per distinct offset (α or K α), and each entry the logarithm of the double the
+    move computes, bit for bit."""
+    card = np.array([2, 3, 5, 3], dtype=np.int64)
+    alpha = np.array(alpha)
+    logs, num_of, den_of = subtree.predictive_logs(alpha, card, 40)
+    offsets = {float(a) for a in alpha} | {float(k * a) for k, a in zip(card, alpha, strict=True)}
+    assert logs.shape == (len(offsets), 41)
+    for w in range(4):
         for n in range(41):
-            # the same doubles as the direct computation, so the same logarithms bit for bit
-            assert log_num[w, n] == math.log(n + alpha[w])
-            assert log_den[w, n] == math.log(n + card[w] * alpha[w])
+            assert logs[num_of[w], n] == math.log(n + alpha[w])
+            assert logs[den_of[w], n] == math.log(n + card[w] * alpha[w])
