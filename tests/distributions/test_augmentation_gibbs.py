@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pymc_rdp.distributions import _augmentation_kernels as kernels
 from pymc_rdp.distributions import augmentation_gibbs as gibbs
-from pymc_rdp.distributions.data_augmentation import DataAugmentation
+from pymc_rdp.distributions.data_augmentation import RECORD_DTYPE, DataAugmentation
 from pymc_rdp.privacy.mechanisms import GaussianMechanism
 
 # a has children b and c; c has co-parent b: a's Markov blanket is {b, c}, b's is {a, c}
@@ -45,7 +45,7 @@ def _tables(da, x):
 def test_keys_are_equal_exactly_when_the_markov_blankets_are(rows):
     da = _sampler()
     card, n_par, par, _, _, _, n_ch, ch = da._net
-    x = np.array(rows, dtype=np.int64)
+    x = np.array(rows, dtype=RECORD_DTYPE)
     blankets = {0: (1, 2), 1: (0, 2), 2: (0, 1)}  # a, b, c
     for v, blanket in blankets.items():
         keys = np.empty(len(x), dtype=np.int64)
@@ -113,7 +113,7 @@ def test_one_record_draws_follow_its_full_conditional():
         1,
         moves=("gibbs",),
     )
-    x = np.array([[1, 0]], dtype=np.int64)
+    x = np.array([[1, 0]], dtype=RECORD_DTYPE)
     cell_n, row_n = _tables(da1, x)
     kernels.seed(9)
     joint = np.zeros((3, 2))
@@ -125,7 +125,7 @@ def test_one_record_draws_follow_its_full_conditional():
     logp = np.empty((3, 2))
     for a in range(3):
         for b in range(2):
-            y = np.array([[a, b]], dtype=np.int64)
+            y = np.array([[a, b]], dtype=RECORD_DTYPE)
             c, r = _tables(da1, y)
             logp[a, b] = kernels.log_target(c, r, True, da1._net, da1._obs)
     p = np.exp(logp - logp.max())

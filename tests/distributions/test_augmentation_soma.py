@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pymc_rdp.distributions import _augmentation_kernels as kernels
 from pymc_rdp.distributions import augmentation_soma as soma
-from pymc_rdp.distributions.data_augmentation import DataAugmentation
+from pymc_rdp.distributions.data_augmentation import RECORD_DTYPE, DataAugmentation
 from pymc_rdp.privacy.mechanisms import GaussianMechanism
 
 STRUCTURE = {"a": [], "b": ["a"], "c": ["a", "b"]}
@@ -34,7 +34,7 @@ def _sampler(sigma: float) -> DataAugmentation:
 
 def _state(da: DataAugmentation, seed: int):
     rng = np.random.default_rng(seed)
-    x = np.column_stack([rng.integers(0, len(STATES[v]), N) for v in da.nodes]).astype(np.int64)
+    x = np.column_stack([rng.integers(0, len(STATES[v]), N) for v in da.nodes]).astype(RECORD_DTYPE)
     net = da._net
     cell_n = np.zeros(int(net[4][-1]), dtype=np.int64)
     row_n = np.zeros(int(net[5][-1]), dtype=np.int64)

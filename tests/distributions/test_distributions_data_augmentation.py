@@ -542,6 +542,39 @@ def test_moves_keep_the_tables_consistent_with_the_records():
 MOVES_ALL = MOVES
 
 
+@pytest.mark.parametrize("releases", [_dirichlet_releases, _laplace_releases])
+def test_records_held_as_int32_give_the_draws_of_int64_records(releases, monkeypatch):
+    """A chain keeps its records as ``RECORD_DTYPE`` (int32); every move draws from them what
+    it would draw from int64 records, the codes being widened before any arithmetic."""
+    from pymc_rdp.distributions import data_augmentation
+
+    da = DataAugmentation(STRUCTURE, STATES, releases(), 30, moves=MOVES_ALL)
+    theta, stats, x = da.run_chain(draws=12, tune=4, seed=5)
+    assert x.dtype == data_augmentation.RECORD_DTYPE == np.int32
+    monkeypatch.setattr(data_augmentation, "RECORD_DTYPE", np.int64)
+    theta64, stats64, x64 = da.run_chain(draws=12, tune=4, seed=5)
+    assert x64.dtype == np.int64
+    np.testing.assert_array_equal(theta, theta64)
+    np.testing.assert_array_equal(x, x64)
+    for move in stats:
+        np.testing.assert_array_equal(stats[move], stats64[move])
+
+
+@pytest.mark.parametrize(
+    "records, error, match",
+    [
+        (np.zeros((30, 2), dtype=np.int64), ValueError, "shape"),
+        (np.zeros((30, 3)), TypeError, "integer state codes"),
+        (np.full((30, 3), -1), ValueError, "state codes from 0"),
+        (np.tile([1, 3, 1], (30, 1)), ValueError, "state codes from 0"),  # b has 3 states
+    ],
+)
+def test_records_given_to_a_chain_are_checked(records, error, match):
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), 30)
+    with pytest.raises(error, match=match):
+        da.run_chain(2, 0, seed=1, records=records)
+
+
 def test_tabulated_dirichlet_terms_are_the_log_gamma_terms():
     """One α over a table: its log Γ terms come from tables of n = 0..N; the target and the
     heat-bath draws are those of the per-cell ``math.lgamma`` terms."""
