@@ -592,8 +592,8 @@ class DataAugmentation(AugmentationStep):
         stats : dict
             Acceptance rate per kept iteration of each move in :attr:`moves`.
         records : numpy.ndarray
-            The final latent records (records × nodes, state codes of dtype
-            :data:`RECORD_DTYPE`).
+            The final latent records (records × nodes, state codes as int32, this module's
+            ``RECORD_DTYPE``).
         """
         from pymc_rdp.distributions import _augmentation_kernels as k
         from pymc_rdp.distributions import augmentation_ancillary as ka
