@@ -549,8 +549,7 @@ class DataAugmentation(AugmentationStep):
             raise ValueError(f"records must have shape {(self.n_records, len(self.nodes))}")
         if not (np.issubdtype(r.dtype, np.integer) or r.dtype == np.bool_):
             raise TypeError(f"records must hold integer state codes, got dtype {r.dtype}")
-        cards = np.array([self.cards[v] for v in self.nodes])
-        if r.size and (r.min() < 0 or bool((r >= cards).any())):
+        if r.size and (r.min() < 0 or bool((r >= self._net[0]).any())):
             raise ValueError(
                 "records must hold state codes from 0 to each node's number of states − 1"
             )
