@@ -112,6 +112,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--nuts", action="store_true", help="also NUTS on the non-private model")
     parser.add_argument(
+        "--nuts-seed",
+        type=int,
+        nargs="+",
+        default=[3],
+        help="NUTS's seed, or several: NUTS runs once per seed (its minimum ESS swings with the "
+        "seed as the sampler's does) and a summary compares the medians of both samplers' "
+        "minimum ESS per core-second of sampling",
+    )
+    parser.add_argument(
         "--family-nuts",
         action="store_true",
         help="also NUTS on the per-family noise-aware model of the same releases "
@@ -230,25 +239,31 @@ def main(argv: list[str] | None = None) -> None:
             ("NUTS per-family (noise-aware)", wall, cpu, samp, _ess_summary(idata, big), {})
         )
         print(rows[-1], flush=True)
+    nuts_rates = []  # min ESS per second of sampling (one core), per NUTS seed
     if args.nuts:
         import pymc as pm
 
         none = pmr.BayesianNetwork(structure, states=states).fit(df, mechanism="none")
-        t0, c0 = time.perf_counter(), time.process_time()
-        with none.model:
-            idata = pm.sample(
-                draws=args.draws,
-                tune=args.tune,
-                chains=args.chains,
-                cores=1,
-                random_seed=3,
-                progressbar=False,
-                compute_convergence_checks=False,
-            )
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        samp = float(idata["posterior"].attrs.get("sampling_time", wall))
-        rows.append(("NUTS non-private", wall, cpu, samp, _ess_summary(idata, big), {}))
-        print(rows[-1], flush=True)
+        for nuts_seed in args.nuts_seed:
+            t0, c0 = time.perf_counter(), time.process_time()
+            with none.model:
+                idata = pm.sample(
+                    draws=args.draws,
+                    tune=args.tune,
+                    chains=args.chains,
+                    cores=1,
+                    random_seed=nuts_seed,
+                    progressbar=False,
+                    compute_convergence_checks=False,
+                )
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            samp = float(idata["posterior"].attrs.get("sampling_time", wall))
+            label = "NUTS non-private"
+            if len(args.nuts_seed) > 1:
+                label += f", seed {nuts_seed}"
+            rows.append((label, wall, cpu, samp, _ess_summary(idata, big), {}))
+            nuts_rates.append(rows[-1][4][0] / samp)
+            print(rows[-1], flush=True)
     print(
         "\n| sampler | wall s (incl. compile) | CPU s (incl. compile) | sampling s (wall) "
         "| min bulk ESS (rows >= 20) | min ESS/s (sampling) | min ESS per CPU s "
@@ -285,6 +300,18 @@ def main(argv: list[str] | None = None) -> None:
             f"{spec}: min bulk ESS over {len(found)} MCMC seeds {listed} (median "
             f"{np.median(ess):.0f}) in {walls} s wall{target}"
         )
+    if nuts_rates:
+        # the sampler's chains run side by side, one per core: its rate per core-second is the
+        # minimum ESS over its sampling time times the chains; NUTS ran its chains on one core
+        for spec, found in runs.items():
+            rates = [e / (t * min(args.chains, os.cpu_count() or 1)) for e, _, t in found]
+            ratio = np.median(rates) / np.median(nuts_rates)
+            print(
+                f"{spec}: min ESS per core-second of sampling, median over {len(rates)} MCMC "
+                f"seeds {np.median(rates):.2f} ({', '.join(f'{x:.2f}' for x in rates)}); NUTS, "
+                f"median over {len(nuts_rates)} seeds {np.median(nuts_rates):.2f} "
+                f"({', '.join(f'{x:.2f}' for x in nuts_rates)}); ratio {ratio:.2f}"
+            )
     entries = sum(int(keep.sum()) * bn.cards[v] for v, keep in big.items())
     floor = _independent_reference(args.chains, args.draws, entries)
     print(
