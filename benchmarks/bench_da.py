@@ -261,8 +261,9 @@ def main(argv: list[str] | None = None) -> None:
             label = "NUTS non-private"
             if len(args.nuts_seed) > 1:
                 label += f", seed {nuts_seed}"
-            rows.append((label, wall, cpu, samp, _ess_summary(idata, big), {}))
-            nuts_rates.append(rows[-1][4][0] / samp)
+            ess = _ess_summary(idata, big)
+            rows.append((label, wall, cpu, samp, ess, {}))
+            nuts_rates.append(ess[0] / samp)
             print(rows[-1], flush=True)
     print(
         "\n| sampler | wall s (incl. compile) | CPU s (incl. compile) | sampling s (wall) "
