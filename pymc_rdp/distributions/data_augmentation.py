@@ -161,9 +161,17 @@ __all__ = [
 _TARGET_ACCEPT = 0.35
 #: default row-block proposals per node and iteration, at least (spread over its rows)
 _ROW_BUDGET = 1000
-#: ... but no more than this many per row (a node with few rows needs no more to mix; on alarm
-#: the roots' 1000 proposals per iteration cost most of the time and added little ESS)
-_ROW_CAP = 30
+#: ... but for count releases no more than this many per row: a node with few rows needs no
+#: more to mix (on alarm the roots' 1000 proposals per iteration cost most of the time and added
+#: little ESS). The cap was 30 until 2026-12-05; with the heat-bath sweeps in the default, a
+#: row's later proposals added less than they cost (``docs/performance.md``, "A row's subtree
+#: proposals capped at 15")
+_ROW_CAP = 15
+#: ... unless the node has more states than half the cap: then two proposals per state, up to
+#: :data:`_ROW_CAP_MAX` (a proposal picks an ordered pair of states; hailfinder's 11-state
+#: Scenario and ScnRelPlFcst mixed slower at 15)
+_ROW_CAP_PER_STATE = 2
+_ROW_CAP_MAX = 30
 #: ... and for count releases no fewer than this many per row: a node whose table has more cells
 #: than the budget (Adult's occupation, 320 rows × 15 states) made one proposal per state and
 #: row before, 4.8 times the budget; at the floor, an Adult iteration was 12 % shorter and the
@@ -290,12 +298,13 @@ class DataAugmentation(AugmentationStep):
         Block proposals per node per iteration (default ``ceil(2 N / block_size)``).
     row_moves : int or dict, optional
         Row-block proposals per non-empty row of a node per iteration (default
-        ``max(F, min(30, ceil(B / rows)))``, ``rows`` the node's parent configurations, ``B`` =
-        1000 and ``F`` = 2; when every release is a Dirichlet-mechanism release, whose default
-        blocks hold hundreds of records, ``B`` = 20 and ``F`` = ``K``, the node's states); subtree
-        moves make as many, each redrawing only the descendants whose parents changed (when each
-        redrew them all, a node with more than five descendants made proportionally fewer). The
-        cap of 30 is measured in ``docs/performance.md`` ("How the default moves were chosen").
+        ``max(F, min(C, ceil(B / rows)))``, ``rows`` the node's parent configurations, ``B`` =
+        1000, ``F`` = 2 and the cap ``C = min(30, max(15, 2 K))``, ``K`` the node's states;
+        when every release is a Dirichlet-mechanism release, whose default blocks hold hundreds
+        of records, ``max(K, ceil(20 / rows))``); subtree moves make as many, each redrawing
+        only the descendants whose parents changed (when each redrew them all, a node with more
+        than five descendants made proportionally fewer). The cap is measured in
+        ``docs/performance.md`` ("A row's subtree proposals capped at 15").
     accountant : Accountant, optional
         Stored (as JSON) with the results; never charged (sampling is post-processing).
     birth_death_moves : int, optional
@@ -405,8 +414,10 @@ class DataAugmentation(AugmentationStep):
         def per_row_default(v: str) -> int:
             # a Dirichlet release's rows get one proposal per state at least; a count release's
             # a share of the budget, at least _ROW_FLOOR
-            floor = self.cards[v] if dirichlet else _ROW_FLOOR
-            return max(floor, min(_ROW_CAP, math.ceil(budget / len(self.configs[v]))))
+            if dirichlet:  # the budget is under the cap
+                return max(self.cards[v], math.ceil(budget / len(self.configs[v])))
+            cap = min(_ROW_CAP_MAX, max(_ROW_CAP, _ROW_CAP_PER_STATE * self.cards[v]))
+            return max(_ROW_FLOOR, min(cap, math.ceil(budget / len(self.configs[v]))))
 
         self.row_moves = per_node_setting(row_moves, "row_moves", per_row_default, nodes)
         self.birth_death_moves = birth_death_setting(

@@ -697,12 +697,12 @@ def test_block_sizes_adapt_up_to_the_block_size_for_count_releases(monkeypatch, 
 
 
 def test_default_row_moves_cap_a_node_with_few_rows():
-    """max(2, min(30, ceil(B / rows))) per non-empty row, B = 1000, for additive noise (a root
-    would make 1000 proposals without the cap; a wide table keeps to the budget, not one
-    proposal per state); max(K, min(30, ceil(20 / rows))) for Dirichlet releases; stored in
-    the attrs."""
+    """max(2, min(C, ceil(B / rows))) per non-empty row, B = 1000, C = min(30, max(15, 2 K)),
+    for additive noise (a root would make 1000 proposals without the cap; a wide table keeps to
+    the budget, not one proposal per state); max(K, ceil(20 / rows)) for Dirichlet releases,
+    whose budget is under the cap; stored in the attrs."""
     da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
-    assert da.row_moves == {"a": 30, "b": 30, "c": 30}  # rows 1, 2, 6: 1000, 500, 167 uncapped
+    assert da.row_moves == {"a": 15, "b": 15, "c": 15}  # rows 1, 2, 6: 1000, 500, 167 uncapped
     wide = {
         "a": [], "b": [], "c": ["a", "b"], "d": ["a", "b", "c"], "e": ["a", "b", "c", "d"],
         "f": ["a", "b", "c", "d", "e"],
@@ -715,14 +715,22 @@ def test_default_row_moves_cap_a_node_with_few_rows():
     shapes = {"a": (6,), "b": (6,), "c": (36, 2), "d": (72, 3), "e": (216, 7), "f": (1512, 3)}
     releases = {v: (np.zeros(shape), g) for v, shape in shapes.items()}
     da = DataAugmentation(wide, states, releases, N)
-    # rows 1, 1, 36, 72, 216 and 1512: e takes ceil(1000 / 216) = 5 < K = 7, f the floor 2
-    assert da.row_moves == {"a": 30, "b": 30, "c": 28, "d": 14, "e": 5, "f": 2}
+    # rows 1, 1, 36, 72, 216 and 1512: c capped (ceil(1000 / 36) = 28), d takes 14, e
+    # ceil(1000 / 216) = 5 < K = 7, f the floor 2
+    assert da.row_moves == {"a": 15, "b": 15, "c": 15, "d": 14, "e": 5, "f": 2}
+    # a node with more than 7 states: two proposals per state, at most 30
+    many = {"a": [], "b": [], "c": ["b"]}
+    many_states = {"a": list(range(12)), "b": list(range(20)), "c": [0, 1]}
+    many_shapes = {"a": (12,), "b": (20,), "c": (20, 2)}
+    releases = {v: (np.zeros(shape), g) for v, shape in many_shapes.items()}
+    da = DataAugmentation(many, many_states, releases, N)
+    assert da.row_moves == {"a": 24, "b": 30, "c": 15}  # c: 20 rows, ceil(1000 / 20) = 50
     dirichlet = DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), N)
     assert dirichlet.row_moves == {"a": 20, "b": 10, "c": 4}  # ceil(20 / rows), at least K
     idata = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N).sample(
         draws=2, tune=0, chains=1, random_seed=0
     )
-    assert json.loads(idata.attrs["row_moves"]) == {"a": 30, "b": 30, "c": 30}
+    assert json.loads(idata.attrs["row_moves"]) == {"a": 15, "b": 15, "c": 15}
 
 
 @pytest.mark.parametrize("cores", [0, 1.5, True])
