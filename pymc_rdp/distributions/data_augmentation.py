@@ -414,10 +414,11 @@ class DataAugmentation(AugmentationStep):
         def per_row_default(v: str) -> int:
             # a Dirichlet release's rows get one proposal per state at least; a count release's
             # a share of the budget, at least _ROW_FLOOR
+            share = math.ceil(budget / len(self.configs[v]))
             if dirichlet:  # the budget is under the cap
-                return max(self.cards[v], math.ceil(budget / len(self.configs[v])))
+                return max(self.cards[v], share)
             cap = min(_ROW_CAP_MAX, max(_ROW_CAP, _ROW_CAP_PER_STATE * self.cards[v]))
-            return max(_ROW_FLOOR, min(cap, math.ceil(budget / len(self.configs[v]))))
+            return max(_ROW_FLOOR, min(cap, share))
 
         self.row_moves = per_node_setting(row_moves, "row_moves", per_row_default, nodes)
         self.birth_death_moves = birth_death_setting(
