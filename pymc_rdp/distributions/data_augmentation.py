@@ -584,6 +584,7 @@ class DataAugmentation(AugmentationStep):
         seed: int,
         records: np.ndarray | None = None,
         adapt: bool | None = None,
+        deadline: float | None = None,
     ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
         """One chain: ``tune`` discarded iterations, then ``draws`` kept.
 
@@ -596,10 +597,15 @@ class DataAugmentation(AugmentationStep):
         the kept iterations use the sizes and nodes reached, so each is one fixed exact kernel.
         Without it the sizes are :attr:`block_size` and every sweep visits every node.
 
+        With ``deadline`` (a ``time.perf_counter()`` value) the chain keeps no further draw once
+        a kept draw ends at or after it; the tuning iterations always run and at least one draw
+        is kept. The chain stops on the clock alone, never on its state, so the draws kept are
+        the first ones of the same chain run to ``draws``.
+
         Returns
         -------
         theta : numpy.ndarray
-            (draws, cells) flat CPT draws.
+            (kept draws, cells) flat CPT draws.
         stats : dict
             Acceptance rate per kept iteration of each move in :attr:`moves`.
         records : numpy.ndarray
@@ -780,6 +786,9 @@ class DataAugmentation(AugmentationStep):
                 out[it - tune] = theta
                 for move, rate in rates.items():
                     stats[f"accept_{move}"][it - tune] = rate
+                if deadline is not None and time.perf_counter() >= deadline:
+                    kept = it - tune + 1
+                    return out[:kept], {m: r[:kept] for m, r in stats.items()}, x
         return out, stats, x
 
     def sample(
@@ -789,6 +798,7 @@ class DataAugmentation(AugmentationStep):
         chains: int = 2,
         random_seed: int | None = None,
         cores: int | None = None,
+        time_limit: float | None = None,
     ) -> Any:
         """Posterior draws of the CPTs as an ArviZ DataTree.
 
@@ -813,6 +823,14 @@ class DataAugmentation(AugmentationStep):
             Seed of the MCMC (not of any privacy noise).
         cores : int, optional
             Chains run at the same time (default ``min(chains, os.cpu_count())``).
+        time_limit : float, optional
+            Wall seconds, counted from this call, after which no chain keeps a further draw:
+            ``draws`` becomes an upper bound. Every chain completes its ``tune`` iterations and
+            keeps at least one draw, and all chains are cut to the shortest one's length (the
+            ``draw`` dim shows how many were kept; the attrs hold ``time_limit``). The chains
+            stop on the clock, not on their state, so the kept draws are the first draws of the
+            same chains without a limit. For a fixed budget of wall time on a given machine,
+            say a minute including compilation, set ``draws`` high and this to what remains.
         """
         import arviz as az
 
@@ -823,8 +841,14 @@ class DataAugmentation(AugmentationStep):
             cores = min(chains, os.cpu_count() or 1)
         if isinstance(cores, bool) or not isinstance(cores, (int, np.integer)) or cores < 1:
             raise ValueError(f"cores must be an integer >= 1, got {cores!r}")
+        if time_limit is not None:
+            if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.number)):
+                raise TypeError(f"time_limit must be a number of seconds, got {time_limit!r}")
+            if not math.isfinite(time_limit) or time_limit <= 0:
+                raise ValueError(f"time_limit must be finite and > 0 seconds, got {time_limit!r}")
         seeds = np.random.SeedSequence(random_seed).generate_state(chains)
         start = time.perf_counter()
+        deadline = None if time_limit is None else start + float(time_limit)
         run = self.run_chain
         if self.n_records is None:
             from functools import partial
@@ -832,13 +856,18 @@ class DataAugmentation(AugmentationStep):
             from pymc_rdp.distributions.unknown_total import run_chain_unknown_total
 
             run = partial(run_chain_unknown_total, self)
+
+        def one(sd: int) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+            return run(int(draws), int(tune), int(sd), deadline=deadline)
+
         if cores == 1 or chains == 1:
-            results = [run(int(draws), int(tune), int(sd)) for sd in seeds]
+            results = [one(sd) for sd in seeds]
         else:
             with ThreadPoolExecutor(max_workers=int(cores)) as pool:
-                results = list(pool.map(lambda sd: run(int(draws), int(tune), int(sd)), seeds))
-        thetas = [th for th, _, _ in results]
-        stats = [st for _, st, _ in results]
+                results = list(pool.map(one, seeds))
+        draws = min(len(th) for th, _, _ in results)  # a time limit may cut chains unequally
+        thetas = [th[:draws] for th, _, _ in results]
+        stats = [{key: s[:draws] for key, s in st.items()} for _, st, _ in results]
         elapsed = time.perf_counter() - start
         theta = np.stack(thetas)  # chain, draw, cells
         off = self._net[4]
@@ -857,6 +886,8 @@ class DataAugmentation(AugmentationStep):
         idata.attrs["moves"] = ",".join(self.moves)
         idata.attrs["row_moves"] = json.dumps(self.row_moves)
         idata.attrs["sampling_time"] = float(elapsed)
+        if time_limit is not None:
+            idata.attrs["time_limit"] = float(time_limit)
         if self.accountant is not None:
             from pymc_rdp.distributions.private_nodes import attach_ledger
 
@@ -870,11 +901,13 @@ def sample_augmentation(
     tune: int = 200,
     chains: int = 2,
     random_seed: int | None = None,
+    time_limit: float | None = None,
     **options: Any,
 ) -> Any:
     """Sample the exact posterior of a fitted :class:`pymc_rdp.BayesianNetwork` (or of a
     :class:`DataAugmentation`) by data augmentation; returns an ArviZ DataTree (see
-    :meth:`DataAugmentation.sample`). ``options`` go to :meth:`DataAugmentation.from_network`.
+    :meth:`DataAugmentation.sample`, which also takes ``time_limit``). ``options`` go to
+    :meth:`DataAugmentation.from_network`.
     """
     if isinstance(source, DataAugmentation):
         if options:
@@ -882,4 +915,6 @@ def sample_augmentation(
         da = source
     else:
         da = DataAugmentation.from_network(source, **options)
-    return da.sample(draws=draws, tune=tune, chains=chains, random_seed=random_seed)
+    return da.sample(
+        draws=draws, tune=tune, chains=chains, random_seed=random_seed, time_limit=time_limit
+    )

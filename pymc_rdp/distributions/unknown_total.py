@@ -32,6 +32,7 @@ prior ratio of ``N``. A proposal outside ``0..N_max`` is rejected. Only the reco
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 import numpy as np
@@ -161,13 +162,21 @@ def birth_death(xbuf, n, n_moves, theta, log_prior, net, obs, cell_n, row_n):
 
 
 def run_chain_unknown_total(
-    da: Any, draws: int, tune: int, seed: int, records: np.ndarray | None = None
+    da: Any,
+    draws: int,
+    tune: int,
+    seed: int,
+    records: np.ndarray | None = None,
+    deadline: float | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
     """One chain with ``N`` unknown: per iteration θ | x, a record sweep and
     ``da.birth_death_moves`` birth/death proposals (same θ), then the kept draw θ | x.
 
-    Returns the (draws, cells) CPT draws, the stats (``accept_record``, ``accept_birth_death``,
-    ``n_records`` per draw) and the final records.
+    ``deadline`` (a ``time.perf_counter()`` value) stops the chain after the first kept draw
+    that ends at or after it, as in :meth:`DataAugmentation.run_chain`.
+
+    Returns the (kept draws, cells) CPT draws, the stats (``accept_record``,
+    ``accept_birth_death``, ``n_records`` per draw) and the final records.
     """
     rng = np.random.default_rng(seed)
     k.seed(int(rng.integers(0, 2**31 - 1)))
@@ -204,4 +213,7 @@ def run_chain_unknown_total(
             stats["accept_record"][it - tune] = acc
             stats["accept_birth_death"][it - tune] = born / max(1, moves)
             stats["n_records"][it - tune] = n
+            if deadline is not None and time.perf_counter() >= deadline:
+                kept = it - tune + 1
+                return out[:kept], {key: s[:kept] for key, s in stats.items()}, xbuf[:n].copy()
     return out, stats, xbuf[:n].copy()

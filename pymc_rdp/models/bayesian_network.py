@@ -378,7 +378,9 @@ class BayesianNetwork:
           default): the exact posterior given the releases by data augmentation
           (:class:`pymc_rdp.DataAugmentation`; extra keyword arguments go to
           :meth:`~pymc_rdp.DataAugmentation.from_network`, e.g. ``n_prior`` for a Dirichlet fit
-          without a public ``N``); an unknown ``N`` is sampled too (``n_records``);
+          without a public ``N``, except ``time_limit``, which caps the sampling's wall seconds
+          as in :meth:`~pymc_rdp.DataAugmentation.sample`); an unknown ``N`` is sampled too
+          (``n_records``);
         * ``sampler="nuts"``: NUTS on :attr:`model` (``pymc_rdp.sample``; extra keyword
           arguments go to ``pm.sample``) for Gaussian/Laplace fits; for a Dirichlet fit the
           released CPTs as one chain of one draw. ``nuts_sampler`` picks the engine:

@@ -45,14 +45,24 @@ def resolve_sampler(bn: Any, sampler: str | None) -> str:
 
 
 def sample_augmented(
-    bn: Any, draws: int, tune: int, chains: int, random_seed: Any, **options: Any
+    bn: Any,
+    draws: int,
+    tune: int,
+    chains: int,
+    random_seed: Any,
+    time_limit: float | None = None,
+    **options: Any,
 ) -> Any:
     """The exact posterior of ``bn``'s CPTs by data augmentation, as an ArviZ DataTree.
 
-    ``options`` go to :meth:`pymc_rdp.DataAugmentation.from_network` (``moves``,
-    ``block_size``, ``n_prior``...). A Dirichlet fit without a public ``N`` needs ``n_prior``.
+    ``time_limit`` goes to :meth:`pymc_rdp.DataAugmentation.sample` (wall seconds after which
+    the chains keep no further draw); ``options`` go to
+    :meth:`pymc_rdp.DataAugmentation.from_network` (``moves``, ``block_size``, ``n_prior``...).
+    A Dirichlet fit without a public ``N`` needs ``n_prior``.
     """
     from pymc_rdp.distributions.data_augmentation import DataAugmentation
 
     da = DataAugmentation.from_network(bn, **options)
-    return da.sample(draws=draws, tune=tune, chains=chains, random_seed=random_seed)
+    return da.sample(
+        draws=draws, tune=tune, chains=chains, random_seed=random_seed, time_limit=time_limit
+    )

@@ -287,6 +287,16 @@ def test_network_samples_by_augmentation_by_default(mechanism):
             np.testing.assert_allclose(bn.cpts[v], bn.cpt_draws(idata, v).mean(axis=0))
 
 
+def test_network_sampling_takes_a_time_limit():
+    """``time_limit`` reaches the sampler, not ``from_network``: the chain keeps one draw."""
+    from test_distributions_data_augmentation import _frame
+
+    bn = pmr.BayesianNetwork(STRUCTURE, states=STATES)
+    bn.fit(_frame(80, 2), mechanism="gaussian", epsilon=2.0, delta=1e-6, public_total=80)
+    idata = bn.sample(draws=50, tune=5, chains=1, random_seed=0, time_limit=1e-9)
+    assert idata["posterior"].sizes["draw"] == 1 and idata.attrs["time_limit"] == 1e-9
+
+
 def test_network_sampler_choices_are_checked():
     from test_distributions_data_augmentation import _frame
 

@@ -733,6 +733,57 @@ def test_default_row_moves_cap_a_node_with_few_rows():
     assert json.loads(idata.attrs["row_moves"]) == {"a": 15, "b": 15, "c": 15}
 
 
+@pytest.mark.parametrize("known_n", [True, False])
+def test_a_time_limit_keeps_the_first_draws_of_the_same_chains(known_n):
+    """A limit that has passed before the first kept draw leaves each chain one draw: the first
+    draw of the chain without a limit (an unknown N runs its own chain loop)."""
+    kw = {"n_records": N} if known_n else {"n_records": None, "n_prior": np.ones(9)}
+    moves = None if known_n else ("record",)
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), moves=moves, **kw)
+    full = da.sample(draws=12, tune=4, chains=1, random_seed=5)
+    cut = da.sample(draws=12, tune=4, chains=1, random_seed=5, time_limit=1e-9)
+    assert cut["posterior"].sizes["draw"] == 1 and cut.attrs["time_limit"] == 1e-9
+    for name in full["posterior"].data_vars:
+        first = full["posterior"][name].to_numpy()[:, :1]
+        np.testing.assert_array_equal(cut["posterior"][name].to_numpy(), first)
+    for name in full["sample_stats"].data_vars:
+        first = full["sample_stats"][name].to_numpy()[:, :1]
+        np.testing.assert_array_equal(cut["sample_stats"][name].to_numpy(), first)
+    roomy = da.sample(draws=12, tune=4, chains=1, random_seed=5, time_limit=3600)
+    np.testing.assert_array_equal(
+        roomy["posterior"]["c_cpt"].to_numpy(), full["posterior"]["c_cpt"].to_numpy()
+    )
+    assert "time_limit" not in full.attrs
+
+
+def test_chains_cut_by_the_clock_are_cut_to_the_shortest(monkeypatch):
+    """Chains that stop after different numbers of draws are all cut to the shortest."""
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
+    real = DataAugmentation.run_chain
+    lengths = iter([7, 4, 9])
+
+    def uneven(self, draws, tune, seed, records=None, adapt=None, deadline=None):
+        theta, stats, x = real(self, draws, tune, seed, records, adapt)
+        kept = next(lengths)
+        return theta[:kept], {key: v[:kept] for key, v in stats.items()}, x
+
+    monkeypatch.setattr(DataAugmentation, "run_chain", uneven)
+    idata = da.sample(draws=10, tune=2, chains=3, random_seed=1, cores=1, time_limit=60)
+    assert idata["posterior"].sizes["draw"] == 4
+    assert idata["sample_stats"].sizes["draw"] == 4
+
+
+@pytest.mark.parametrize(
+    ("time_limit", "error"),
+    [(0, ValueError), (-1.0, ValueError), (float("nan"), ValueError), (float("inf"), ValueError),
+     (True, TypeError), ("60", TypeError)],
+)  # fmt: skip
+def test_bad_time_limit_is_refused(time_limit, error):
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
+    with pytest.raises(error, match="time_limit"):
+        da.sample(draws=5, tune=0, chains=1, time_limit=time_limit)
+
+
 @pytest.mark.parametrize("cores", [0, 1.5, True])
 def test_bad_cores_are_refused(cores):
     da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
