@@ -842,7 +842,8 @@ class DataAugmentation(AugmentationStep):
         if isinstance(cores, bool) or not isinstance(cores, (int, np.integer)) or cores < 1:
             raise ValueError(f"cores must be an integer >= 1, got {cores!r}")
         if time_limit is not None:
-            if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float, np.number)):
+            real = (int, float, np.integer, np.floating)
+            if isinstance(time_limit, bool) or not isinstance(time_limit, real):
                 raise TypeError(f"time_limit must be a number of seconds, got {time_limit!r}")
             if not math.isfinite(time_limit) or time_limit <= 0:
                 raise ValueError(f"time_limit must be finite and > 0 seconds, got {time_limit!r}")

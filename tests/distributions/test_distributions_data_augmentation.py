@@ -776,7 +776,7 @@ def test_chains_cut_by_the_clock_are_cut_to_the_shortest(monkeypatch):
 @pytest.mark.parametrize(
     ("time_limit", "error"),
     [(0, ValueError), (-1.0, ValueError), (float("nan"), ValueError), (float("inf"), ValueError),
-     (True, TypeError), ("60", TypeError)],
+     (True, TypeError), ("60", TypeError), (1j, TypeError)],
 )  # fmt: skip
 def test_bad_time_limit_is_refused(time_limit, error):
     da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
