@@ -130,6 +130,7 @@ from typing import Any
 
 import numpy as np
 
+from pymc_rdp._validation import check_positive_scalar
 from pymc_rdp.distributions.augmentation_arrays import network_arrays
 from pymc_rdp.distributions.augmentation_observations import (
     OBSERVATIONS,
@@ -842,14 +843,10 @@ class DataAugmentation(AugmentationStep):
         if isinstance(cores, bool) or not isinstance(cores, (int, np.integer)) or cores < 1:
             raise ValueError(f"cores must be an integer >= 1, got {cores!r}")
         if time_limit is not None:
-            real = (int, float, np.integer, np.floating)
-            if isinstance(time_limit, bool) or not isinstance(time_limit, real):
-                raise TypeError(f"time_limit must be a number of seconds, got {time_limit!r}")
-            if not math.isfinite(time_limit) or time_limit <= 0:
-                raise ValueError(f"time_limit must be finite and > 0 seconds, got {time_limit!r}")
+            time_limit = check_positive_scalar(time_limit, "time_limit")
         seeds = np.random.SeedSequence(random_seed).generate_state(chains)
         start = time.perf_counter()
-        deadline = None if time_limit is None else start + float(time_limit)
+        deadline = None if time_limit is None else start + time_limit
         run = self.run_chain
         if self.n_records is None:
             from functools import partial
@@ -888,7 +885,7 @@ class DataAugmentation(AugmentationStep):
         idata.attrs["row_moves"] = json.dumps(self.row_moves)
         idata.attrs["sampling_time"] = float(elapsed)
         if time_limit is not None:
-            idata.attrs["time_limit"] = float(time_limit)
+            idata.attrs["time_limit"] = time_limit
         if self.accountant is not None:
             from pymc_rdp.distributions.private_nodes import attach_ledger
 
