@@ -98,15 +98,16 @@ def _weight(
     tables as they are (``off = 0``) or, for the record's own state, as if it were taken out
     (``off = −1``, nothing written)."""
     t = _add_terms_from(
-        v, base + k, -1, 1, True, off, kind, coef, r, y, logt, acell, arow, lg_cell, lg_row,
-        lgd_cell, lgd_row, cell_n, row_n,
+        v, base + k, np.int64(-1), np.int64(1), True, np.int64(off), kind, coef, r, y, logt,
+        acell, arow, lg_cell, lg_row, lgd_cell, lgd_row, cell_n, row_n,
     )  # fmt: skip
     for i in range(n_ch[v]):
         w = ch[v, i]
         cw = cw0[i] + k * cs[v, i]
         t += _add_terms_from(
-            w, cell_off[w] + cw * card[w] + xw[i], row_off[w] + cw, 1, True, off, kind, coef, r,
-            y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row, cell_n, row_n,
+            w, cell_off[w] + cw * card[w] + xw[i], row_off[w] + cw, np.int64(1), True,
+            np.int64(off), kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+            cell_n, row_n,
         )  # fmt: skip
     return t
 
@@ -364,8 +365,8 @@ def _factor_scan(
         if not own_ok[c]:
             for k in range(kv):
                 own[c * kv + k] = _add_terms_from(
-                    v, base + k, -1, 1, True, 0, kind, coef, r, y, logt, acell, arow,
-                    lg_cell, lg_row, lgd_cell, lgd_row, cell_n, row_n,
+                    v, base + k, np.int64(-1), np.int64(1), True, np.int64(0), kind, coef, r, y,
+                    logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row, cell_n, row_n,
                 )  # fmt: skip
             own_ok[c] = True
         for k in range(kv):
@@ -380,8 +381,8 @@ def _factor_scan(
                 for k in range(kv):
                     cw = cw0[i] + k * cs[v, i]
                     term[slot * kv + k] = _add_terms_from(
-                        w, cell_off[w] + cw * card[w] + xw[i], row_off[w] + cw, 1, True, 0,
-                        kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell,
+                        w, cell_off[w] + cw * card[w] + xw[i], row_off[w] + cw, np.int64(1), True,
+                        np.int64(0), kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell,
                         lgd_row, cell_n, row_n,
                     )  # fmt: skip
                 term_ok[slot] = True
@@ -404,9 +405,13 @@ def _factor_scan(
         x[j, v] = k1
         xt[v, j] = k1
         _shift_record(
-            v, k0, -1, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch, cell_n, row_n
-        )
-        _shift_record(v, k1, 1, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch, cell_n, row_n)
+            v, np.int64(k0), np.int64(-1), base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
+            cell_n, row_n,
+        )  # fmt: skip
+        _shift_record(
+            v, np.int64(k1), np.int64(1), base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
+            cell_n, row_n,
+        )  # fmt: skip
         # the cached terms that read a changed cell or row: v's row c, and per child every
         # state's slot of the rows the record left and joined
         own_ok[c] = False
@@ -533,11 +538,13 @@ def gibbs_sweep(
                     x[j, v] = k1
                     xt[v, j] = k1
                     _shift_record(
-                        v, k0, -1, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
+                        v, np.int64(k0), np.int64(-1), base, cw0, xw, cs, card, cell_off, row_off,
+                        n_ch, ch,
                         cell_n, row_n,
                     )  # fmt: skip
                     _shift_record(
-                        v, k1, 1, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
+                        v, np.int64(k1), np.int64(1), base, cw0, xw, cs, card, cell_off, row_off,
+                        n_ch, ch,
                         cell_n, row_n,
                     )  # fmt: skip
                     a[k1] = _weight(

@@ -162,7 +162,7 @@ def row_block_sweep(v, per_row, max_m, x, net, obs, cell_n, row_n):
         if n_c == 0:
             continue
         first = c * kv
-        nonempty = 0
+        nonempty = np.int64(0)
         for k in range(kv):
             if size[first + k] > 0:
                 nonempty += 1

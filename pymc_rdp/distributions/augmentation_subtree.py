@@ -213,7 +213,7 @@ def _forward(
                 n_row = row_off[w] + n_cfg
             o_cell = o_base + ow
             log_ratio += _shift(
-                w, o_cell, o_row, -1, True, cell_n, row_n,
+                w, o_cell, o_row, np.int64(-1), True, cell_n, row_n,
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
             )  # fmt: skip
             if i > 0:  # draw from the predictive of the new row; −log q(forward)
@@ -228,7 +228,7 @@ def _forward(
                         break
                 log_ratio -= logs[num_of[w], cell_n[n_base + kw]] - logs[den_of[w], row_n[n_row]]
             log_ratio += _shift(
-                w, n_base + kw, n_row, 1, True, cell_n, row_n,
+                w, n_base + kw, n_row, np.int64(1), True, cell_n, row_n,
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
             )  # fmt: skip
             x[j, w] = kw

@@ -180,8 +180,8 @@ def swap_sweep(v, n_moves, n_ctx, ctx, x, net, obs, cell_n, row_n):
             delta = 0.0
             for q in range(4):
                 delta += _shift(
-                    v, cells[q], -1, -1 if q % 2 == 0 else 1, True, cell_n, row_n, kind, coef, r, y,
-                    logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
+                    v, cells[q], np.int64(-1), -1 if q % 2 == 0 else 1, True, cell_n, row_n, kind,
+                    coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
                 )  # fmt: skip
             if math.log(1.0 - np.random.random()) >= delta:
                 cell_n[base_a + ka] += 1

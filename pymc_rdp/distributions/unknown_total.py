@@ -127,7 +127,7 @@ def birth_death(xbuf, n, n_moves, theta, log_prior, net, obs, cell_n, row_n):
             delta = log_prior[n + 1] - log_prior[n]
             for v in range(d):
                 delta += k._shift(
-                    v, cells[v], rows[v], 1, False, cell_n, row_n,
+                    v, cells[v], rows[v], np.int64(1), False, cell_n, row_n,
                     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
                 )  # fmt: skip
             if math.log(1.0 - np.random.random()) < delta:
@@ -146,7 +146,7 @@ def birth_death(xbuf, n, n_moves, theta, log_prior, net, obs, cell_n, row_n):
             delta = log_prior[n - 1] - log_prior[n]
             for v in range(d):
                 delta += k._shift(
-                    v, cells[v], rows[v], -1, False, cell_n, row_n,
+                    v, cells[v], rows[v], np.int64(-1), False, cell_n, row_n,
                     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
                 )  # fmt: skip
             if math.log(1.0 - np.random.random()) < delta:
