@@ -351,7 +351,7 @@ def _scan_rows(
     proposed = 0
     for c in range(n_rows):
         first = c * kv
-        nonempty = 0
+        nonempty = np.int64(0)
         for k in range(kv):
             if size[first + k] > 0:
                 nonempty += 1
