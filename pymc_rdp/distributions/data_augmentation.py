@@ -621,6 +621,7 @@ class DataAugmentation(AugmentationStep):
         from pymc_rdp.distributions import augmentation_soma as ko
         from pymc_rdp.distributions import augmentation_subtree as kt
         from pymc_rdp.distributions import augmentation_swap as ks
+        from pymc_rdp.distributions.compile_ahead import compile_ahead
 
         rng = np.random.default_rng(seed)
         k.seed(int(rng.integers(0, 2**31 - 1)))
@@ -705,91 +706,110 @@ class DataAugmentation(AugmentationStep):
                     size[e] = _adapted(size[e], a / p, it, cap[e])
             return acc / max(1, prop)
 
-        for it in range(tune + draws):
-            if it == decide and tally[:, 1].any():
-                repeat_nodes = _diffuse_nodes(tally)
-            rates, sums, runs = {}, {}, {}
-            for move in self.moves:
-                if move == "record":
-                    k.draw_theta(cell_n, self._alpha, net, theta, buf)
-                    rates[move] = k.record_sweep(x, theta, net, obs, cell_n, row_n) / max(
-                        1, self.n_records
-                    )
-                elif move == "soma":
-                    k.draw_theta(cell_n, self._alpha, net, theta, buf)
-                    rates[move] = ko.soma_sweep(
-                        x, theta, self.n_records, self.soma_attempts, perm,
-                        net, obs, cell_n, row_n,
-                    ) / max(1, self.n_records)  # fmt: skip
-                elif move == "site":
-                    a, p = k.site_sweep(x, net, obs, cell_n, row_n)
-                    rates[move] = a / max(1, p)
-                elif move == "gibbs":
-                    later = bool(runs.get(move))
-                    if later and not repeat_nodes.any():
-                        continue  # a later sweep with no node to visit: no call, no rate
-                    a, p = kg.gibbs_sweep(
-                        x, net, obs, cell_n, row_n, key_limit,
-                        repeat_nodes if later else every_node, tally,
-                    )  # fmt: skip
-                    rates[move] = a / max(1, p)
-                elif move == "pair":
-                    a, p = kp.pair_sweep(
-                        x, net, obs, cell_n, row_n, pair_width, log_fact, key_limit, _PAIR_MIN_GROUP
-                    )
-                    rates[move] = a / max(1, p)
-                elif move == "subtree":
-                    rates[move] = descend(
-                        kt.subtree_sweep, trees, per_row, tree_size, size_cap, it, predictive
-                    )
-                elif move == "child_row":
-                    rates[move] = descend(
-                        kt.child_row_sweep, edges, per_edge, edge_size, edge_cap, it, predictive
-                    )
-                elif move == "ancillary":
-                    k.draw_theta(cell_n, self._alpha, net, theta, buf)
-                    ka.draw_uniforms(x, theta, net, u)
-                    anc = (anc_units, anc_per_row, anc_size, size_cap)
-                    rates[move] = descend(ka.ancillary_sweep, *anc, it, self._alpha)
-                elif move == "swap":
-                    acc = prop = 0
-                    for i in nodes:
-                        if swappable[i]:
-                            a, p = ks.swap_sweep(
-                                i, self.n_records, n_ctx, ctx, x, net, obs, cell_n, row_n
+        # the kernels the chain first calls after its first move's are compiled meanwhile by a
+        # helper process (compile_ahead), where neither this process nor numba's cache has them
+        ahead: list[tuple[Any, tuple]] = []
+        if self.moves[0] not in {"record", "soma", "ancillary"}:  # these draw θ first
+            ahead.append((k.draw_theta, (cell_n, self._alpha, net, theta, buf)))
+        if "subtree" in self.moves[1:]:
+            ahead.insert(0, (kt.subtree_sweep, (
+                *trees[0], per_row[0], round(tree_size[0]), predictive, desc, n_desc,
+                x, net, obs, cell_n, row_n,
+            )))  # fmt: skip
+        if "child_row" in self.moves[1:] and edges:
+            ahead.insert(0, (kt.child_row_sweep, (
+                *edges[0], per_edge[0], round(edge_size[0]), predictive, desc, n_desc,
+                x, net, obs, cell_n, row_n,
+            )))  # fmt: skip
+        with compile_ahead(ahead) as helper:
+            for it in range(tune + draws):
+                if it == decide and tally[:, 1].any():
+                    repeat_nodes = _diffuse_nodes(tally)
+                rates, sums, runs = {}, {}, {}
+                for move in self.moves:
+                    if move == "record":
+                        k.draw_theta(cell_n, self._alpha, net, theta, buf)
+                        rates[move] = k.record_sweep(x, theta, net, obs, cell_n, row_n) / max(
+                            1, self.n_records
+                        )
+                    elif move == "soma":
+                        k.draw_theta(cell_n, self._alpha, net, theta, buf)
+                        rates[move] = ko.soma_sweep(
+                            x, theta, self.n_records, self.soma_attempts, perm,
+                            net, obs, cell_n, row_n,
+                        ) / max(1, self.n_records)  # fmt: skip
+                    elif move == "site":
+                        a, p = k.site_sweep(x, net, obs, cell_n, row_n)
+                        rates[move] = a / max(1, p)
+                    elif move == "gibbs":
+                        later = bool(runs.get(move))
+                        if later and not repeat_nodes.any():
+                            continue  # a later sweep with no node to visit: no call, no rate
+                        a, p = kg.gibbs_sweep(
+                            x, net, obs, cell_n, row_n, key_limit,
+                            repeat_nodes if later else every_node, tally,
+                        )  # fmt: skip
+                        rates[move] = a / max(1, p)
+                    elif move == "pair":
+                        a, p = kp.pair_sweep(
+                            x, net, obs, cell_n, row_n, pair_width, log_fact, key_limit,
+                            _PAIR_MIN_GROUP,
+                        )  # fmt: skip
+                        rates[move] = a / max(1, p)
+                    elif move == "subtree":
+                        rates[move] = descend(
+                            kt.subtree_sweep, trees, per_row, tree_size, size_cap, it, predictive
+                        )
+                    elif move == "child_row":
+                        rates[move] = descend(
+                            kt.child_row_sweep, edges, per_edge, edge_size, edge_cap, it, predictive
+                        )
+                    elif move == "ancillary":
+                        k.draw_theta(cell_n, self._alpha, net, theta, buf)
+                        ka.draw_uniforms(x, theta, net, u)
+                        anc = (anc_units, anc_per_row, anc_size, size_cap)
+                        rates[move] = descend(ka.ancillary_sweep, *anc, it, self._alpha)
+                    elif move == "swap":
+                        acc = prop = 0
+                        for i in nodes:
+                            if swappable[i]:
+                                a, p = ks.swap_sweep(
+                                    i, self.n_records, n_ctx, ctx, x, net, obs, cell_n, row_n
+                                )
+                                acc += a
+                                prop += p
+                        rates[move] = acc / max(1, prop)
+                    elif move == "row_block":
+                        acc = prop = 0
+                        for i in nodes:
+                            a, p = km.row_block_sweep(
+                                i, per_row[i], round(row_size[i]), x, net, obs, cell_n, row_n
                             )
                             acc += a
                             prop += p
-                    rates[move] = acc / max(1, prop)
-                elif move == "row_block":
-                    acc = prop = 0
-                    for i in nodes:
-                        a, p = km.row_block_sweep(
-                            i, per_row[i], round(row_size[i]), x, net, obs, cell_n, row_n
-                        )
-                        acc += a
-                        prop += p
-                        if adapt and it < tune and p:
-                            row_size[i] = _adapted(row_size[i], a / p, it, size_cap[i])
-                    rates[move] = acc / max(1, prop)
-                else:
-                    acc = prop = 0
-                    for i in nodes:
-                        a, p = k.block_moves(i, blocks[i], sizes[i], x, net, obs, cell_n, row_n)
-                        acc += a
-                        prop += p
-                    rates[move] = acc / max(1, prop)
-                sums[move] = sums.get(move, 0.0) + rates[move]  # a move listed more than once:
-                runs[move] = runs.get(move, 0) + 1  # the mean rate of its sweeps
-                rates[move] = sums[move] / runs[move]
-            if it >= tune:
-                k.draw_theta(cell_n, self._alpha, net, theta, buf)
-                out[it - tune] = theta
-                for move, rate in rates.items():
-                    stats[f"accept_{move}"][it - tune] = rate
-                if deadline is not None and time.perf_counter() >= deadline:
-                    kept = it - tune + 1
-                    return out[:kept], {m: r[:kept] for m, r in stats.items()}, x
+                            if adapt and it < tune and p:
+                                row_size[i] = _adapted(row_size[i], a / p, it, size_cap[i])
+                        rates[move] = acc / max(1, prop)
+                    else:
+                        acc = prop = 0
+                        for i in nodes:
+                            a, p = k.block_moves(i, blocks[i], sizes[i], x, net, obs, cell_n, row_n)
+                            acc += a
+                            prop += p
+                        rates[move] = acc / max(1, prop)
+                    sums[move] = sums.get(move, 0.0) + rates[move]  # a move listed more than once:
+                    runs[move] = runs.get(move, 0) + 1  # the mean rate of its sweeps
+                    rates[move] = sums[move] / runs[move]
+                if it >= tune:
+                    k.draw_theta(cell_n, self._alpha, net, theta, buf)
+                    out[it - tune] = theta
+                    for move, rate in rates.items():
+                        stats[f"accept_{move}"][it - tune] = rate
+                    if deadline is not None and time.perf_counter() >= deadline:
+                        kept = it - tune + 1
+                        return out[:kept], {m: r[:kept] for m, r in stats.items()}, x
+                if it == 0:
+                    helper.stop()  # every move's kernel has run (draw_theta: at `tune`)
         return out, stats, x
 
     def sample(

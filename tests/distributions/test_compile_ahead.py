@@ -1,0 +1,114 @@
+"""Compiling a chain's later kernels in a helper process: the helper writes them into numba's
+on-disk cache without compiling them here, starts only for kernels neither compiled nor cached
+nor already in a helper's hands, and the chain hands it the kernels and argument types it then
+calls."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import numba
+import numpy as np
+import pytest
+
+from pymc_rdp.distributions import _augmentation_kernels as kernels
+from pymc_rdp.distributions import compile_ahead as ahead
+from pymc_rdp.distributions.data_augmentation import DataAugmentation
+from pymc_rdp.privacy.mechanisms import GaussianMechanism
+
+STRUCTURE = {"a": [], "b": ["a"], "c": ["b"], "d": ["a", "b"]}
+STATES = {"a": [0, 1, 2], "b": [0, 1], "c": [0, 1, 2], "d": [0, 1]}
+SHAPES = {"a": (3,), "b": (3, 2), "c": (2, 3), "d": (6, 2)}
+N = 60
+
+
+def _sampler(moves: tuple[str, ...]) -> DataAugmentation:
+    g = GaussianMechanism(3.0, math.sqrt(2))
+    rng = np.random.default_rng(0)
+    releases = {v: (rng.normal(N / math.prod(s), 2, s), g) for v, s in SHAPES.items()}
+    return DataAugmentation(STRUCTURE, STATES, releases, N, moves=moves)
+
+
+def test_the_helper_compiles_into_the_cache_and_not_here(tmp_path):
+    """In a process with an empty cache: the helper starts, a second request for the same kernel
+    while it runs starts none, the kernel lands in the cache without being compiled in the
+    requesting process, and once cached it starts none."""
+    script = textwrap.dedent(
+        """
+        import numba
+        from pymc_rdp.distributions import _augmentation_kernels as k
+        from pymc_rdp.distributions.compile_ahead import AheadCompilation, compile_ahead
+
+        helper = compile_ahead([(k._log_choose, (5, 2))])
+        assert isinstance(helper, AheadCompilation), helper
+        assert not isinstance(compile_ahead([(k._log_choose, (7, 3))]), AheadCompilation)
+        assert helper.process.wait(timeout=240) == 0
+        helper.stop()
+        assert k._log_choose.signatures == [], k._log_choose.signatures
+        types = (numba.int64, numba.int64)
+        assert k._log_choose._cache.load_overload(types, k._log_choose.targetctx) is not None
+        assert not isinstance(compile_ahead([(k._log_choose, (5, 2))]), AheadCompilation)
+        print("checked")
+        """
+    )
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "checked"
+    assert any(p.suffix == ".nbi" for p in tmp_path.rglob("*")), "nothing was cached"
+
+
+def test_a_kernel_compiled_here_starts_no_helper():
+    kernels.seed(1)
+    helper = ahead.compile_ahead([(kernels.seed, (1,))])
+    assert not isinstance(helper, ahead.AheadCompilation)
+    with helper:  # the stand-in is a context manager too
+        pass
+
+
+def test_no_helper_where_no_process_can_start(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("no processes here")
+
+    monkeypatch.setattr(ahead, "_needs_compiling", lambda kernel, types: True)
+    monkeypatch.setattr(ahead.subprocess, "Popen", refuse)
+    helper = ahead.compile_ahead([(kernels._log_choose, (5, 2))])
+    assert not isinstance(helper, ahead.AheadCompilation)
+    assert not ahead._COMPILING  # nothing is left marked as being compiled
+
+
+def test_a_function_numba_did_not_compile_is_refused():
+    with pytest.raises(TypeError, match="not a numba-compiled function"):
+        ahead.compile_ahead([(math.lgamma, (2.0,))])
+
+
+@pytest.mark.parametrize(
+    "moves, expected",
+    [
+        (("gibbs", "gibbs", "subtree"), {"subtree_sweep", "draw_theta"}),
+        (("gibbs", "subtree", "child_row"), {"subtree_sweep", "child_row_sweep", "draw_theta"}),
+        (("record", "subtree"), {"subtree_sweep"}),
+    ],
+)
+def test_the_chain_hands_ahead_the_kernels_and_types_it_calls(monkeypatch, moves, expected):
+    """Every kernel the chain hands to the helper is one it then calls with those argument
+    types (compiled here for them after the chain), so the helper's work is the work the
+    chain needs."""
+    handed = []
+
+    def record(calls):
+        handed.extend(calls)
+        return ahead._NoHelper()
+
+    monkeypatch.setattr(ahead, "compile_ahead", record)
+    _sampler(moves).run_chain(draws=2, tune=1, seed=3)
+    assert {kernel.py_func.__name__ for kernel, _ in handed} == expected
+    for kernel, args in handed:
+        types = tuple(numba.typeof(a) for a in args)
+        assert types in kernel.overloads, (kernel.py_func.__name__, types)
