@@ -29,12 +29,24 @@ def _check_applicable(args: argparse.Namespace, samples_dirichlet: bool = False)
 
     * ``--inference`` other than ``auto`` needs ``--mechanism gaussian`` or ``laplace`` (the
       Dirichlet mechanism releases the CPTs themselves: there is nothing to infer);
-    * ``--draws``, ``--tune``, ``--chains`` need a sampled posterior: not with ``--inference
-      naive`` (point CPTs), nor with the Dirichlet mechanism unless ``samples_dirichlet`` (the
-      demo, which declares the Adult files' record count public and samples the release's
-      posterior; ``fit`` has no public count and returns the one released draw per CPT row).
+    * ``--draws``, ``--tune``, ``--chains``, ``--time-limit`` need a sampled posterior: not
+      with ``--inference naive`` (point CPTs), nor with the Dirichlet mechanism unless
+      ``samples_dirichlet`` (the demo, which declares the Adult files' record count public and
+      samples the release's posterior; ``fit`` has no public count and returns the one released
+      draw per CPT row);
+    * ``--time-limit`` needs data augmentation: not with ``--inference noise-aware`` or
+      ``joint`` (NUTS).
     """
-    sampler = [f"--{k}" for k in ("draws", "tune", "chains") if getattr(args, k, None) is not None]
+    sampler = [
+        f"--{k.replace('_', '-')}"
+        for k in ("draws", "tune", "chains", "time_limit")
+        if getattr(args, k, None) is not None
+    ]
+    if getattr(args, "time_limit", None) is not None and args.inference in ("noise-aware", "joint"):
+        raise CLIError(
+            f"--time-limit: only data augmentation (--inference auto) samples for a time limit; "
+            f"--inference {args.inference} samples with NUTS"
+        )
     if release_kind(args.mechanism).cpt_draw and args.inference != "auto":
         raise CLIError(
             f"--inference {args.inference} applies only to --mechanism gaussian or laplace: the "
@@ -63,6 +75,7 @@ def _config(args: argparse.Namespace) -> FitConfig:
         draws=args.draws,
         tune=args.tune,
         chains=args.chains,
+        time_limit=args.time_limit,
         seed=args.seed,
         unsafe_noise_seed=args.unsafe_noise_seed,
     )

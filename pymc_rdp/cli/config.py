@@ -111,6 +111,11 @@ class FitConfig:
         ``inference="naive"``, which samples nothing, nor in :func:`run_fit` with the Dirichlet
         mechanism, whose released CPTs are one draw each there (the demo declares its number of
         records public and samples the release's posterior).
+    time_limit : float, optional
+        Data augmentation only: wall seconds after which sampling stops. Every chain finishes
+        its tuning and keeps at least one draw; ``draws`` is then the most kept
+        (:meth:`pymc_rdp.DataAugmentation.sample`). Not with NUTS (``inference``
+        ``"noise-aware"`` or ``"joint"``), nor with ``"naive"``.
     seed : int, optional
         Seed of the posterior sampler (and of the demo's subsample), never of the privacy noise.
     unsafe_noise_seed : int, optional
@@ -132,6 +137,7 @@ class FitConfig:
     draws: int | None = None
     tune: int | None = None
     chains: int | None = None
+    time_limit: float | None = None
     seed: int | None = None
     unsafe_noise_seed: int | None = None
 
@@ -159,6 +165,14 @@ class FitConfig:
         sampler = [k for k in ("draws", "tune", "chains") if getattr(self, k) is not None]
         for k in sampler:
             _check_positive(k, getattr(self, k), integer=True)
+        if self.time_limit is not None:
+            _check_positive("time_limit", self.time_limit)
+            if self.inference in ("noise-aware", "joint"):
+                raise ValueError(
+                    f"time_limit: only data augmentation samples for a time limit; inference "
+                    f"{self.inference!r} samples with NUTS"
+                )
+            sampler.append("time_limit")
         for k in ("seed", "unsafe_noise_seed"):
             v = getattr(self, k)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):

@@ -192,6 +192,14 @@ def _add_budget(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draws", type=_count, default=None, help="posterior draws per chain")
     p.add_argument("--tune", type=_count, default=None, help="tuning steps per chain")
     p.add_argument("--chains", type=_count, default=None, help="number of chains")
+    p.add_argument(
+        "--time-limit",
+        type=_positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="data augmentation only: stop sampling after this many wall seconds (every chain "
+        "finishes tuning and keeps at least one draw; --draws is then the most kept)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress output")
 
 

@@ -93,7 +93,9 @@ def run_fit(
     """
     config = FitConfig() if config is None else config
     _check_config(config)
-    sampler = [k for k in ("draws", "tune", "chains") if getattr(config, k) is not None]
+    sampler = [
+        k for k in ("draws", "tune", "chains", "time_limit") if getattr(config, k) is not None
+    ]
     if sampler and release_kind(config.mechanism).cpt_draw:
         raise ValueError(
             f"{', '.join(sampler)}: not used by run_fit with mechanism {config.mechanism!r}, "
@@ -281,11 +283,14 @@ def _run(
     nuts = noise_aware and config.inference in ("noise-aware", "joint")
     sampled = noise_aware or (release_kind(mechanism).cpt_draw and bn.n_records is not None)
     sampler_name = "NUTS" if nuts else "data augmentation"
+    limit = config.time_limit  # FitConfig allows it with data augmentation only
     if sampled:
         with (
             steps.step(
                 f"posterior sampling ({sampler_name}, {sampling['chains']} chain(s) x "
-                f"{sampling['draws']} draws, {sampling['tune']} tuning steps)",
+                + (f"up to {sampling['draws']} draws in {limit:g} s" if limit else "")
+                + ("" if limit else f"{sampling['draws']} draws")
+                + f", {sampling['tune']} tuning steps)",
                 bar=False,  # PyMC draws its own bars, sent to stderr
             ),
             steps.stdout_to_stderr(),
@@ -298,7 +303,10 @@ def _run(
                 random_seed=config.seed,
                 sampler="nuts" if nuts else "augmentation",
                 **(nuts_options if nuts else {}),
+                **({"time_limit": limit} if limit else {}),
             )
+        if limit:  # the draws kept within the limit, as the report states them
+            sampling = dict(sampling, draws=int(idata["posterior"].sizes["draw"]), time_limit=limit)
     else:
         with steps.step("collecting the released CPTs (no MCMC needed)"):
             idata = bn.sample(random_seed=config.seed, sampler="nuts")

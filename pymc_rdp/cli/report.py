@@ -160,7 +160,14 @@ def render_report(bn: Any, s: dict[str, Any], elapsed: float) -> str:
             "tables (Ju, Awan, Gong & Rao 2022: the confidential records are latent, each CPT row "
             "is updated from them, each record is re-proposed and accepted by the mechanism's "
             f"density ratio): {sm['chains']} chain(s) × {sm['draws']} draws after {sm['tune']} "
-            "discarded iterations. `posterior.nc` holds the draws of every CPT "
+            "discarded iterations"
+            + (
+                f", as many as fitted in the time limit of {sm['time_limit']:g} s (the first "
+                "draws of the chains; where they stop depends on the clock, not on the draws)"
+                if sm.get("time_limit")
+                else ""
+            )
+            + ". `posterior.nc` holds the draws of every CPT "
             "(`<variable>_cpt`, one flat dim `<variable>_cell`, labels `parents | variable=state`)"
             + ("; the released CPTs stay the point estimate." if kind.cpt_draw else ".")
         )

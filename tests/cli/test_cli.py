@@ -524,6 +524,8 @@ def test_bad_budgets_are_one_line_errors(cancer_files, capsys):
     assert "--epsilon" in _err(capsys, [*base, "--epsilon", "nan"])
     assert "--delta" in _err(capsys, [*base, "--delta", "1.5"])
     assert "--order" in _err(capsys, [*base, "--order", "1"])
+    assert "--time-limit" in _err(capsys, [*base, "--time-limit", "0"])
+    assert "--time-limit" in _err(capsys, [*base, "--time-limit", "inf"])
     assert "not allowed with" in _err(capsys, [*base, "--order", "3", "--delta", "1e-6"])
     assert "invalid choice" in _err(capsys, ["demo", "--mechanism", "exponential"])
     assert "--structure" in _err(capsys, ["fit", str(cancer_files["train"])])
@@ -798,6 +800,11 @@ def test_report_carries_no_seed_and_unsafe_noise_is_marked(cancer_files, tmp_pat
             ["--mechanism", "gaussian", "--inference", "naive", "--draws", "9"],
             "--draws: not used with --inference naive",
         ),
+        (["--time-limit", "30"], "--time-limit: not used with --mechanism dirichlet"),
+        (
+            ["--mechanism", "gaussian", "--inference", "noise-aware", "--time-limit", "30"],
+            "--time-limit: only data augmentation (--inference auto) samples for a time limit",
+        ),
     ],
 )
 def test_options_that_do_not_apply_are_refused(cancer_files, tmp_path, capsys, options, message):
@@ -826,6 +833,22 @@ def test_demo_takes_sampler_options_with_the_dirichlet_mechanism(tmp_path):
     with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
         sizes = dict(tree["posterior"].sizes)
     assert sizes["chain"] == 1 and sizes["draw"] == 30
+
+
+def test_demo_samples_for_a_time_limit(tmp_path):
+    """``--time-limit``: a limit already past when the tuning ends keeps one draw per chain,
+    and the report states the draws kept and the limit."""
+    out = tmp_path / "limited"
+    argv = ["demo", "--fast", "--draws", "500", "--tune", "5", "--chains", "1"]
+    assert main([*argv, "--time-limit", "0.001", "--out", str(out), "--quiet"]) == 0
+    import xarray as xr
+
+    with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
+        assert dict(tree["posterior"].sizes)["draw"] == 1
+        assert tree.attrs["time_limit"] == 0.001
+    report = (out / "report.md").read_text()
+    assert "1 chain(s) × 1 draws after 5 discarded iterations, as many as fitted in" in report
+    assert "time limit of 0.001 s" in report
 
 
 def test_fit_reports_how_many_held_out_records_were_scored(cancer_files, tmp_path, capsys):

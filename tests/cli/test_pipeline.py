@@ -61,6 +61,19 @@ def records() -> tuple[pd.DataFrame, pd.DataFrame]:
         ({"seed": -1}, ValueError, "seed must be a non-negative integer"),
         ({"unsafe_noise_seed": 1.5}, TypeError, "unsafe_noise_seed must be an integer"),
         ({"inference": "joint"}, ValueError, "applies only to mechanism 'gaussian' or"),
+        ({"time_limit": 0}, ValueError, "time_limit must be a finite number > 0"),
+        ({"time_limit": float("nan")}, ValueError, "time_limit must be a finite number > 0"),
+        ({"time_limit": True}, TypeError, "time_limit must be a number"),
+        (
+            {"mechanism": "gaussian", "inference": "noise-aware", "time_limit": 9.0},
+            ValueError,
+            "time_limit: only data augmentation samples for a time limit",
+        ),
+        (
+            {"mechanism": "gaussian", "inference": "naive", "time_limit": 9.0},
+            ValueError,
+            "time_limit: not used with inference 'naive'",
+        ),
         (
             {"mechanism": "gaussian", "inference": "naive", "tune": 5},
             ValueError,
