@@ -15,8 +15,10 @@ took about 5 s less).
 Nothing the chain computes depends on the helper: a kernel the helper has not finished is compiled
 here, as without the helper, and the same machine code runs either way. The helper is started
 only for kernels neither compiled in this process nor already in the cache, never twice for the
-same kernel at once, and not at all where a process cannot be started; the chain stops it after
-its first iteration, when every kernel it calls is loaded.
+same kernel at once, and not at all where a process cannot be started or numba's compiler is
+switched off (``NUMBA_DISABLE_JIT``); the chain stops it after its first iteration, when every
+kernel it calls is loaded. The helper imports the kernels' modules with this process's
+``sys.path``, so it finds the package wherever this process found it.
 """
 
 from __future__ import annotations
@@ -104,8 +106,15 @@ def compile_ahead(calls: Sequence[tuple[Any, tuple]]) -> AheadCompilation | _NoH
     AheadCompilation or a stand-in
         Stop it (``.stop()`` or leaving its ``with`` block) once the kernels are loaded here.
         The stand-in, returned when every kernel is compiled or cached, is being compiled by
-        another helper, or no process could start, does nothing.
+        another helper, no process could start or numba's compiler is off, does nothing.
+
+    Raises
+    ------
+    TypeError
+        A kernel is not a numba-compiled function (with the compiler on).
     """
+    if numba.config.DISABLE_JIT:  # the "kernels" are plain Python functions
+        return _NoHelper()
     jobs = []
     with _LOCK:
         for kernel, args in calls:
@@ -120,12 +129,13 @@ def compile_ahead(calls: Sequence[tuple[Any, tuple]]) -> AheadCompilation | _NoH
             return _NoHelper()
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", __name__],
+                [sys.executable, "-c", _HELPER],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
             assert process.stdin is not None
+            process.stdin.write(pickle.dumps(list(sys.path)))
             process.stdin.write(pickle.dumps([(k[0], k[1], t) for k, t in jobs]))
             process.stdin.close()
         except OSError:
@@ -141,5 +151,10 @@ def _compile_jobs(jobs: list[tuple[str, str, tuple]]) -> None:
         getattr(importlib.import_module(module), name).compile(types)
 
 
-if __name__ == "__main__":
-    _compile_jobs(pickle.loads(sys.stdin.buffer.read()))
+#: the helper's program: this process's sys.path first (the package may not be installed), then
+#: the jobs (their argument types unpickle with numba, which the kernels' modules import)
+_HELPER = (
+    "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); "
+    "from pymc_rdp.distributions.compile_ahead import _compile_jobs; "
+    "_compile_jobs(pickle.load(sys.stdin.buffer))"
+)

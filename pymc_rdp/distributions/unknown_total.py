@@ -39,6 +39,7 @@ import numpy as np
 from numba import njit
 
 from pymc_rdp.distributions import _augmentation_kernels as k
+from pymc_rdp.distributions import compile_ahead as ca
 
 __all__ = ["birth_death", "check_total_prior", "initial_records", "run_chain_unknown_total"]
 
@@ -203,17 +204,23 @@ def run_chain_unknown_total(
         "n_records": np.empty(draws, dtype=np.int64),
     }
     moves = int(da.birth_death_moves)
-    for it in range(tune + draws):
-        k.draw_theta(cell_n, da._alpha, net, theta, buf)
-        acc = k.record_sweep(xbuf[:n], theta, net, obs, cell_n, row_n) / max(1, n)
-        n, born = birth_death(xbuf, n, moves, theta, log_prior, net, obs, cell_n, row_n)
-        if it >= tune:
+    # the birth/death kernel, called after the record sweep's, compiled meanwhile by a helper
+    # process where neither this process nor numba's cache has it (compile_ahead)
+    ahead = [(birth_death, (xbuf, n, moves, theta, log_prior, net, obs, cell_n, row_n))]
+    with ca.compile_ahead(ahead) as helper:
+        for it in range(tune + draws):
             k.draw_theta(cell_n, da._alpha, net, theta, buf)
-            out[it - tune] = theta
-            stats["accept_record"][it - tune] = acc
-            stats["accept_birth_death"][it - tune] = born / max(1, moves)
-            stats["n_records"][it - tune] = n
-            if deadline is not None and time.perf_counter() >= deadline:
-                kept = it - tune + 1
-                return out[:kept], {key: s[:kept] for key, s in stats.items()}, xbuf[:n].copy()
+            acc = k.record_sweep(xbuf[:n], theta, net, obs, cell_n, row_n) / max(1, n)
+            n, born = birth_death(xbuf, n, moves, theta, log_prior, net, obs, cell_n, row_n)
+            if it >= tune:
+                k.draw_theta(cell_n, da._alpha, net, theta, buf)
+                out[it - tune] = theta
+                stats["accept_record"][it - tune] = acc
+                stats["accept_birth_death"][it - tune] = born / max(1, moves)
+                stats["n_records"][it - tune] = n
+                if deadline is not None and time.perf_counter() >= deadline:
+                    kept = it - tune + 1
+                    return out[:kept], {key: s[:kept] for key, s in stats.items()}, xbuf[:n].copy()
+            if it == 0:
+                helper.stop()  # every kernel has run
     return out, stats, xbuf[:n].copy()

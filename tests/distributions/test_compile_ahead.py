@@ -26,10 +26,13 @@ SHAPES = {"a": (3,), "b": (3, 2), "c": (2, 3), "d": (6, 2)}
 N = 60
 
 
-def _sampler(moves: tuple[str, ...]) -> DataAugmentation:
+def _sampler(moves: tuple[str, ...] | None) -> DataAugmentation:
+    """The sampler of N known with ``moves``, or of N unknown (``moves=None``)."""
     g = GaussianMechanism(3.0, math.sqrt(2))
     rng = np.random.default_rng(0)
     releases = {v: (rng.normal(N / math.prod(s), 2, s), g) for v, s in SHAPES.items()}
+    if moves is None:
+        return DataAugmentation(STRUCTURE, STATES, releases, None, n_prior=np.ones(2 * N))
     return DataAugmentation(STRUCTURE, STATES, releases, N, moves=moves)
 
 
@@ -88,12 +91,56 @@ def test_a_function_numba_did_not_compile_is_refused():
         ahead.compile_ahead([(math.lgamma, (2.0,))])
 
 
+def test_no_helper_with_numba_switched_off(monkeypatch):
+    """With ``NUMBA_DISABLE_JIT`` the kernels are plain Python functions: nothing to compile."""
+    monkeypatch.setattr(ahead.numba.config, "DISABLE_JIT", True)
+    assert not isinstance(ahead.compile_ahead([(math.lgamma, (2.0,))]), ahead.AheadCompilation)
+
+
+def test_the_helper_imports_with_this_process_path(tmp_path):
+    """Kernels whose module this process found through its own ``sys.path`` (a directory that is
+    neither installed nor on ``PYTHONPATH``) are compiled by the helper all the same."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "local_kernels.py").write_text(
+        "from numba import njit\n\n\n@njit(cache=True)\ndef add(a, b):\n    return a + b\n"
+    )
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.path.insert(0, {str(src)!r})
+        import local_kernels
+        from pymc_rdp.distributions.compile_ahead import compile_ahead
+
+        helper = compile_ahead([(local_kernels.add, (5, 2))])
+        print(helper.process.wait(timeout=240))
+        helper.stop()
+        assert local_kernels.add.signatures == []
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0"
+    cached = [p.name for p in (tmp_path / "cache").rglob("*.nbi")]
+    assert any(name.startswith("local_kernels.add") for name in cached), cached
+
+
 @pytest.mark.parametrize(
     "moves, expected",
     [
         (("gibbs", "gibbs", "subtree"), {"subtree_sweep", "draw_theta"}),
         (("gibbs", "subtree", "child_row"), {"subtree_sweep", "child_row_sweep", "draw_theta"}),
         (("record", "subtree"), {"subtree_sweep"}),
+        (None, {"birth_death"}),  # N unknown: the record sweep, then birth/death moves
     ],
 )
 def test_the_chain_hands_ahead_the_kernels_and_types_it_calls(monkeypatch, moves, expected):
@@ -107,7 +154,13 @@ def test_the_chain_hands_ahead_the_kernels_and_types_it_calls(monkeypatch, moves
         return ahead._NoHelper()
 
     monkeypatch.setattr(ahead, "compile_ahead", record)
-    _sampler(moves).run_chain(draws=2, tune=1, seed=3)
+    sampler = _sampler(moves)
+    if moves is None:
+        from pymc_rdp.distributions.unknown_total import run_chain_unknown_total
+
+        run_chain_unknown_total(sampler, draws=2, tune=1, seed=3)
+    else:
+        sampler.run_chain(draws=2, tune=1, seed=3)
     assert {kernel.py_func.__name__ for kernel, _ in handed} == expected
     for kernel, args in handed:
         types = tuple(numba.typeof(a) for a in args)
