@@ -84,11 +84,12 @@ def _needs_compiling(kernel: Any, types: tuple) -> bool:
     if types in kernel.overloads:
         return False
     # numba's own lookup, as Dispatcher.compile makes it before compiling (a missing entry costs
-    # a read of the cache's index)
-    cache = getattr(kernel, "_cache", None)
-    if cache is None:
+    # a read of the cache's index); numba's private API, so any failure reads as "not cached":
+    # a helper then starts and finds the kernel cached, which costs time but changes nothing
+    try:
+        return kernel._cache.load_overload(types, kernel.targetctx) is None
+    except Exception:
         return True
-    return cache.load_overload(types, kernel.targetctx) is None
 
 
 def compile_ahead(calls: Sequence[tuple[Any, tuple]]) -> AheadCompilation | _NoHelper:

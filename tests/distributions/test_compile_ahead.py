@@ -75,6 +75,24 @@ def test_a_kernel_compiled_here_starts_no_helper():
         pass
 
 
+def test_a_cache_lookup_that_fails_reads_as_not_cached():
+    """The lookup uses numba's private cache API: if it fails, the kernel counts as needing a
+    helper (which costs time, never a draw), and one already compiled here still does not."""
+
+    class Broken:
+        def load_overload(self, types, context):
+            raise AttributeError("renamed in some numba release")
+
+    class Kernel:
+        def __init__(self):
+            self.overloads = {(numba.int64,): object()}
+            self._cache = Broken()
+            self.targetctx = None
+
+    assert ahead._needs_compiling(Kernel(), (numba.float64,))
+    assert not ahead._needs_compiling(Kernel(), (numba.int64,))
+
+
 def test_no_helper_where_no_process_can_start(monkeypatch):
     def refuse(*args, **kwargs):
         raise OSError("no processes here")
