@@ -93,13 +93,25 @@ def test_a_cache_lookup_that_fails_reads_as_not_cached():
     assert not ahead._needs_compiling(Kernel(), (numba.int64,))
 
 
+def test_a_kernel_compiled_here_is_skipped_without_reading_its_arguments():
+    """The check a chain makes before every call of ``run_chain`` (``pm.sample`` runs one per
+    step) does not type the arguments of kernels compiled in this process."""
+    kernels.seed(1)
+    helper = ahead.compile_ahead([(kernels.seed, (object(),))])  # numba cannot type object()
+    assert not isinstance(helper, ahead.AheadCompilation)
+
+
 def test_no_helper_where_no_process_can_start(monkeypatch):
     def refuse(*args, **kwargs):
         raise OSError("no processes here")
 
+    @numba.njit
+    def never_compiled(a, b):
+        return a + b
+
     monkeypatch.setattr(ahead, "_needs_compiling", lambda kernel, types: True)
     monkeypatch.setattr(ahead.subprocess, "Popen", refuse)
-    helper = ahead.compile_ahead([(kernels._log_choose, (5, 2))])
+    helper = ahead.compile_ahead([(never_compiled, (5, 2))])
     assert not isinstance(helper, ahead.AheadCompilation)
     assert not ahead._COMPILING  # nothing is left marked as being compiled
 
