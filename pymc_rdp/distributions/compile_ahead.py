@@ -17,7 +17,7 @@ here, as without the helper, and the same machine code runs either way. The help
 only for kernels neither compiled in this process nor already in the cache, never twice for the
 same kernel at once, and not at all where a process cannot be started or numba's compiler is
 switched off (``NUMBA_DISABLE_JIT``); the chain stops it after its first iteration, when every
-kernel it calls is loaded. The helper imports the kernels' modules with this process's
+move's kernel has run. The helper imports the kernels' modules with this process's
 ``sys.path``, so it finds the package wherever this process found it.
 """
 
