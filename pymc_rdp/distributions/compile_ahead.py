@@ -15,8 +15,9 @@ took about 5 s less).
 Nothing the chain computes depends on the helper: a kernel the helper has not finished is compiled
 here, as without the helper, and the same machine code runs either way. The helper is started
 only for kernels neither compiled in this process nor already in the cache, never twice for the
-same kernel at once, and not at all where a process cannot be started or numba's compiler is
-switched off (``NUMBA_DISABLE_JIT``); the chain stops it after its first iteration, when every
+same kernel at once, and not at all where a process cannot be started, ``sys.executable`` is
+not a Python to start (an embedded or frozen interpreter) or numba's compiler is switched off
+(``NUMBA_DISABLE_JIT``); the chain stops it after its first iteration, when every
 move's kernel has run. The helper imports the kernels' modules with this process's
 ``sys.path``, so it finds the package wherever this process found it.
 """
@@ -115,6 +116,9 @@ def compile_ahead(calls: Sequence[tuple[Any, tuple]]) -> AheadCompilation | _NoH
         A kernel is not a numba-compiled function (with the compiler on).
     """
     if numba.config.DISABLE_JIT:  # the "kernels" are plain Python functions
+        return _NoHelper()
+    if not sys.executable or getattr(sys, "frozen", False):
+        # an embedded or frozen interpreter: sys.executable is not a Python to start
         return _NoHelper()
     jobs = []
     with _LOCK:

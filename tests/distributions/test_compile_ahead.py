@@ -116,6 +116,27 @@ def test_no_helper_where_no_process_can_start(monkeypatch):
     assert not ahead._COMPILING  # nothing is left marked as being compiled
 
 
+@pytest.mark.parametrize(
+    "executable, frozen", [("", False), (sys.executable, True)], ids=["embedded", "frozen"]
+)
+def test_no_helper_where_the_interpreter_cannot_be_started(monkeypatch, executable, frozen):
+    """An embedded interpreter (no ``sys.executable``) or a frozen application (whose
+    executable is the application itself) starts no helper."""
+
+    def must_not_start(*args, **kwargs):
+        raise AssertionError("a helper was started")
+
+    @numba.njit
+    def never_compiled(a, b):
+        return a + b
+
+    monkeypatch.setattr(ahead, "_needs_compiling", lambda kernel, types: True)
+    monkeypatch.setattr(ahead.subprocess, "Popen", must_not_start)
+    monkeypatch.setattr(ahead.sys, "executable", executable)
+    monkeypatch.setattr(ahead.sys, "frozen", frozen, raising=False)
+    assert not isinstance(ahead.compile_ahead([(never_compiled, (5, 2))]), ahead.AheadCompilation)
+
+
 def test_a_function_numba_did_not_compile_is_refused():
     with pytest.raises(TypeError, match="not a numba-compiled function"):
         ahead.compile_ahead([(math.lgamma, (2.0,))])
