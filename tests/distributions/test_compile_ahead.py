@@ -101,18 +101,23 @@ def test_a_kernel_compiled_here_is_skipped_without_reading_its_arguments():
     assert not isinstance(helper, ahead.AheadCompilation)
 
 
-def test_no_helper_where_no_process_can_start(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise OSError("no processes here")
+def _start_with(monkeypatch, popen):
+    """``compile_ahead`` of a kernel never compiled, read as not cached, ``Popen`` replaced."""
 
     @numba.njit
     def never_compiled(a, b):
         return a + b
 
     monkeypatch.setattr(ahead, "_needs_compiling", lambda kernel, types: True)
-    monkeypatch.setattr(ahead.subprocess, "Popen", refuse)
-    helper = ahead.compile_ahead([(never_compiled, (5, 2))])
-    assert not isinstance(helper, ahead.AheadCompilation)
+    monkeypatch.setattr(ahead.subprocess, "Popen", popen)
+    return ahead.compile_ahead([(never_compiled, (5, 2))])
+
+
+def test_no_helper_where_no_process_can_start(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("no processes here")
+
+    assert not isinstance(_start_with(monkeypatch, refuse), ahead.AheadCompilation)
     assert not ahead._COMPILING  # nothing is left marked as being compiled
 
 
@@ -126,15 +131,9 @@ def test_no_helper_where_the_interpreter_cannot_be_started(monkeypatch, executab
     def must_not_start(*args, **kwargs):
         raise AssertionError("a helper was started")
 
-    @numba.njit
-    def never_compiled(a, b):
-        return a + b
-
-    monkeypatch.setattr(ahead, "_needs_compiling", lambda kernel, types: True)
-    monkeypatch.setattr(ahead.subprocess, "Popen", must_not_start)
     monkeypatch.setattr(ahead.sys, "executable", executable)
     monkeypatch.setattr(ahead.sys, "frozen", frozen, raising=False)
-    assert not isinstance(ahead.compile_ahead([(never_compiled, (5, 2))]), ahead.AheadCompilation)
+    assert not isinstance(_start_with(monkeypatch, must_not_start), ahead.AheadCompilation)
 
 
 def test_a_function_numba_did_not_compile_is_refused():
