@@ -15,8 +15,9 @@ took about 5 s less).
 Nothing the chain computes depends on the helper: a kernel the helper has not finished is compiled
 here, as without the helper, and the same machine code runs either way. The helper is started
 only for kernels neither compiled in this process nor already in the cache, never twice for the
-same kernel at once, and not at all where a process cannot be started, ``sys.executable`` is
-not a Python to start (an embedded or frozen interpreter) or numba's compiler is switched off
+same kernel at once, and not at all where this process may run on one core only (the helper
+would only take turns with it), a process cannot be started, ``sys.executable`` is not a Python
+to start (an embedded or frozen interpreter) or numba's compiler is switched off
 (``NUMBA_DISABLE_JIT``); the chain stops it after its first iteration, when every
 move's kernel has run. The helper imports the kernels' modules with this process's
 ``sys.path``, so it finds the package wherever this process found it.
@@ -25,6 +26,7 @@ move's kernel has run. The helper imports the kernels' modules with this process
 from __future__ import annotations
 
 import importlib
+import os
 import pickle
 import subprocess
 import sys
@@ -80,6 +82,13 @@ class _NoHelper:
         pass
 
 
+def _usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system reports it)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
 def _needs_compiling(kernel: Any, types: tuple) -> bool:
     """Whether ``kernel`` has no machine code for ``types`` in this process or in the cache."""
     if types in kernel.overloads:
@@ -117,14 +126,17 @@ def compile_ahead(calls: Sequence[tuple[Any, tuple]]) -> AheadCompilation | _NoH
     """
     if numba.config.DISABLE_JIT:  # the "kernels" are plain Python functions
         return _NoHelper()
+    for kernel, _ in calls:
+        if not isinstance(kernel, CPUDispatcher):
+            raise TypeError(f"compile_ahead: {kernel!r} is not a numba-compiled function")
     if not sys.executable or getattr(sys, "frozen", False):
         # an embedded or frozen interpreter: sys.executable is not a Python to start
+        return _NoHelper()
+    if _usable_cores() < 2:  # nothing to compile on meanwhile
         return _NoHelper()
     jobs = []
     with _LOCK:
         for kernel, args in calls:
-            if not isinstance(kernel, CPUDispatcher):
-                raise TypeError(f"compile_ahead: {kernel!r} is not a numba-compiled function")
             if kernel.overloads:
                 # compiled here already: a chain calls each kernel with types its code fixes, so
                 # this is the version it needs; reading the types costs about 0.3 ms a call, as

@@ -44,7 +44,10 @@ def test_the_helper_compiles_into_the_cache_and_not_here(tmp_path):
         """
         import numba
         from pymc_rdp.distributions import _augmentation_kernels as k
+        from pymc_rdp.distributions import compile_ahead as ca
         from pymc_rdp.distributions.compile_ahead import AheadCompilation, compile_ahead
+
+        ca._usable_cores = lambda: 2  # the helper's own work, on a machine of any size
 
         helper = compile_ahead([(k._log_choose, (5, 2))])
         assert isinstance(helper, AheadCompilation), helper
@@ -121,6 +124,20 @@ def test_no_helper_where_no_process_can_start(monkeypatch):
     assert not ahead._COMPILING  # nothing is left marked as being compiled
 
 
+def test_no_helper_on_one_core(monkeypatch):
+    """With one core the helper would only take turns with this process."""
+
+    def must_not_start(*args, **kwargs):
+        raise AssertionError("a helper was started")
+
+    monkeypatch.setattr(ahead, "_usable_cores", lambda: 1)
+    assert not isinstance(_start_with(monkeypatch, must_not_start), ahead.AheadCompilation)
+
+
+def test_the_usable_cores_are_counted():
+    assert 1 <= ahead._usable_cores() <= (os.cpu_count() or 1)
+
+
 @pytest.mark.parametrize(
     "executable, frozen", [("", False), (sys.executable, True)], ids=["embedded", "frozen"]
 )
@@ -160,7 +177,10 @@ def test_the_helper_imports_with_this_process_path(tmp_path):
         import sys
         sys.path.insert(0, {str(src)!r})
         import local_kernels
+        from pymc_rdp.distributions import compile_ahead as ca
         from pymc_rdp.distributions.compile_ahead import compile_ahead
+
+        ca._usable_cores = lambda: 2  # the helper's own work, on a machine of any size
 
         helper = compile_ahead([(local_kernels.add, (5, 2))])
         print(helper.process.wait(timeout=240))
