@@ -284,13 +284,14 @@ def _run(
     sampled = noise_aware or (release_kind(mechanism).cpt_draw and bn.n_records is not None)
     sampler_name = "NUTS" if nuts else "data augmentation"
     limit = config.time_limit  # FitConfig allows it with data augmentation only
+    planned = f"{sampling['draws']} draws"
+    if limit:
+        planned = f"up to {planned} in {limit:g} s"
     if sampled:
         with (
             steps.step(
-                f"posterior sampling ({sampler_name}, {sampling['chains']} chain(s) x "
-                + (f"up to {sampling['draws']} draws in {limit:g} s" if limit else "")
-                + ("" if limit else f"{sampling['draws']} draws")
-                + f", {sampling['tune']} tuning steps)",
+                f"posterior sampling ({sampler_name}, {sampling['chains']} chain(s) x {planned}, "
+                f"{sampling['tune']} tuning steps)",
                 bar=False,  # PyMC draws its own bars, sent to stderr
             ),
             steps.stdout_to_stderr(),
