@@ -646,6 +646,7 @@ class DataAugmentation(AugmentationStep):
         size_cap = _size_caps(obs[0], sizes)
         tree_size = list(row_size)
         key_limit = kg.KEY_SPACE_LIMIT if self._key_space_limit is None else self._key_space_limit
+        one_by_one = kg.one_by_one_nodes(net, x.shape[0], key_limit)
         n_ch, ch = net[6], net[7]
         desc, n_desc = kt.descendants(
             {i: [int(w) for w in ch[i, : n_ch[i]]] for i in nodes}, len(self.nodes)
@@ -747,7 +748,7 @@ class DataAugmentation(AugmentationStep):
                             continue  # a later sweep with no node to visit: no call, no rate
                         a, p = kg.gibbs_sweep(
                             x, net, obs, cell_n, row_n, key_limit,
-                            repeat_nodes if later else every_node, tally,
+                            repeat_nodes if later else every_node, tally, one_by_one,
                         )  # fmt: skip
                         rates[move] = a / max(1, p)
                     elif move == "pair":

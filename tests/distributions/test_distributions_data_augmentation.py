@@ -437,9 +437,9 @@ def test_later_sweeps_visit_the_nodes_whose_records_moved_in_half_their_updates(
     calls: list[tuple[np.ndarray, np.ndarray]] = []
     sweep = kg.gibbs_sweep
 
-    def recording(x, net, obs, cell_n, row_n, limit, active, tally):
+    def recording(x, net, obs, cell_n, row_n, limit, active, tally, one_by_one):
         before = x.copy()
-        out = sweep(x, net, obs, cell_n, row_n, limit, active, tally)
+        out = sweep(x, net, obs, cell_n, row_n, limit, active, tally, one_by_one)
         calls.append((active.copy(), (x != before).sum(axis=0)))
         return out
 
