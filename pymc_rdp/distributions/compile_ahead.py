@@ -12,14 +12,21 @@ this process compiles the first move's kernels. When this process first calls a 
 numba finds it in the cache and loads it instead of compiling it (on Adult the first iteration
 took about 5 s less).
 
-Nothing the chain computes depends on the helper: a kernel the helper has not finished is compiled
-here, as without the helper, and the same machine code runs either way. The helper is started
-only for kernels neither compiled in this process nor already in the cache, never twice for the
-same kernel at once, and not at all where this process may run on one core only (the helper
-would only take turns with it), a process cannot be started, ``sys.executable`` is not a Python
-to start (an embedded or frozen interpreter) or numba's compiler is switched off
-(``NUMBA_DISABLE_JIT``); the chain stops it after its first iteration, when every
-move's kernel has run. The helper imports the kernels' modules with this process's
+Nothing the chain computes depends on the helper: the chain waits for it (:meth:`AheadCompilation.
+wait`) before its first call of a later kernel, at most ``_WAIT`` seconds, and a kernel the
+helper has not finished by then is compiled here, as without the helper; the same machine code
+runs either way. Waiting is better than compiling alongside: the helper has been compiling for
+the whole of the first move, and a second compilation here would finish later and hold numba's
+lock against the other chains (on Adult, with the grouped heat-bath sweep compiled in 4.9 s,
+the helper's subtree kernel was in the cache 1 s later, where compiling it again here took 1.9).
+A chain that asks for kernels another chain's helper is compiling waits for that helper too.
+
+The helper is started only for kernels neither compiled in this process nor already in the
+cache, never twice for the same kernel at once, and not at all where this process may run on
+one core only (the helper would only take turns with it), a process cannot be started,
+``sys.executable`` is not a Python to start (an embedded or frozen interpreter) or numba's
+compiler is switched off (``NUMBA_DISABLE_JIT``); the chain stops it after its first iteration,
+when every move's kernel has run. The helper imports the kernels' modules with this process's
 ``sys.path``, so it finds the package wherever this process found it.
 """
 
@@ -31,6 +38,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -39,28 +47,56 @@ from numba.core.registry import CPUDispatcher
 
 __all__ = ["AheadCompilation", "compile_ahead"]
 
-#: the kernels a helper is compiling, as (module, name, argument types) keys
-_COMPILING: set[tuple[str, str, str]] = set()
+#: the kernels a helper is compiling, as (module, name, argument types) keys, and its process
+_COMPILING: dict[tuple[str, str, str], subprocess.Popen] = {}
 _LOCK = threading.Lock()
+
+#: the longest a chain waits for helpers (s) before it compiles what they have not finished;
+#: compiling every kernel of a chain took about 10 s on Adult
+_WAIT = 120.0
 
 
 class AheadCompilation:
-    """A running helper process compiling kernels into numba's cache; a context manager that
-    stops it on exit."""
+    """Helper processes compiling a chain's later kernels into numba's cache: this chain's own
+    (``process``, ``None`` when another chain's helper has all of them) and other chains' helpers
+    compiling some of them (``others``). A context manager that stops its own helper on exit."""
 
-    def __init__(self, process: subprocess.Popen, keys: list[tuple[str, str, str]]) -> None:
+    def __init__(
+        self,
+        process: subprocess.Popen | None,
+        keys: list[tuple[str, str, str]],
+        others: Sequence[subprocess.Popen] = (),
+    ) -> None:
         self.process = process
         self.keys = keys
+        self.others = list(others)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait until every helper compiling this chain's kernels has finished, at most
+        ``timeout`` seconds (default ``_WAIT``) in all; a kernel still unfinished is then
+        compiled where it is first called."""
+        end = time.monotonic() + (_WAIT if timeout is None else timeout)
+        for process in (self.process, *self.others):
+            if process is None:
+                continue
+            try:
+                process.wait(timeout=max(0.0, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                return
 
     def stop(self) -> None:
-        """Stop the helper (kill it if it is still compiling) and wait for it; idempotent. A cache
-        entry is written whole or not at all (numba writes a temporary file and renames it)."""
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait()
+        """Stop this chain's helper (kill it if it is still compiling) and wait for it;
+        idempotent. A cache entry is written whole or not at all (numba writes a temporary file
+        and renames it)."""
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.process.wait()
         with _LOCK:
-            _COMPILING.difference_update(self.keys)
+            for key in self.keys:
+                _COMPILING.pop(key, None)
         self.keys = []
+        self.others = []
 
     def __enter__(self) -> AheadCompilation:
         return self
@@ -71,6 +107,9 @@ class AheadCompilation:
 
 class _NoHelper:
     """What :func:`compile_ahead` returns when no helper is needed or none could start."""
+
+    def wait(self, timeout: float | None = None) -> None:
+        pass
 
     def stop(self) -> None:
         pass
@@ -115,9 +154,11 @@ def compile_ahead(calls: Sequence[tuple[Any, tuple]]) -> AheadCompilation | _NoH
     Returns
     -------
     AheadCompilation or a stand-in
-        Stop it (``.stop()`` or leaving its ``with`` block) once the kernels are loaded here.
-        The stand-in, returned when every kernel is compiled or cached, is being compiled by
-        another helper, no process could start or numba's compiler is off, does nothing.
+        Call ``.wait()`` before the first call of a kernel handed ahead, and stop it
+        (``.stop()`` or leaving its ``with`` block) once the kernels are loaded here. It also
+        waits for other chains' helpers compiling some of the kernels. The stand-in, returned
+        when every kernel is compiled or cached or no process could start or numba's compiler
+        is off, does nothing.
 
     Raises
     ------
@@ -135,6 +176,7 @@ def compile_ahead(calls: Sequence[tuple[Any, tuple]]) -> AheadCompilation | _NoH
     if _usable_cores() < 2:  # nothing to compile on meanwhile
         return _NoHelper()
     jobs = []
+    others: dict[int, subprocess.Popen] = {}  # other chains' helpers compiling some of them
     with _LOCK:
         for kernel, args in calls:
             if kernel.overloads:
@@ -144,27 +186,33 @@ def compile_ahead(calls: Sequence[tuple[Any, tuple]]) -> AheadCompilation | _NoH
                 continue
             types = tuple(numba.typeof(a) for a in args)
             key = (kernel.py_func.__module__, kernel.py_func.__qualname__, str(types))
-            if key in _COMPILING or not _needs_compiling(kernel, types):
-                continue
-            jobs.append((key, types))
-        if not jobs:
-            return _NoHelper()
-        try:
-            process = subprocess.Popen(
-                [sys.executable, "-c", _HELPER],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            assert process.stdin is not None
-            process.stdin.write(pickle.dumps(list(sys.path)))
-            process.stdin.write(pickle.dumps([(k[0], k[1], t) for k, t in jobs]))
-            process.stdin.close()
-        except OSError:
+            if key in _COMPILING:
+                others[id(_COMPILING[key])] = _COMPILING[key]
+            elif _needs_compiling(kernel, types):
+                jobs.append((key, types))
+        process = None
+        if jobs:
+            try:
+                process = subprocess.Popen(
+                    [sys.executable, "-c", _HELPER],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                assert process.stdin is not None
+                process.stdin.write(pickle.dumps(list(sys.path)))
+                process.stdin.write(pickle.dumps([(k[0], k[1], t) for k, t in jobs]))
+                process.stdin.close()
+            except OSError:
+                if process is not None:  # started, but its jobs could not be handed over
+                    process.kill()
+                    process.wait()
+                process, jobs = None, []
+        if process is None and not others:
             return _NoHelper()
         keys = [k for k, _ in jobs]
-        _COMPILING.update(keys)
-    return AheadCompilation(process, keys)
+        _COMPILING.update(dict.fromkeys(keys, process))
+    return AheadCompilation(process, keys, list(others.values()))
 
 
 def _compile_jobs(jobs: list[tuple[str, str, tuple]]) -> None:
@@ -173,10 +221,22 @@ def _compile_jobs(jobs: list[tuple[str, str, tuple]]) -> None:
         getattr(importlib.import_module(module), name).compile(types)
 
 
+#: the packages the kernels' modules sit in, which the helper enters without running their
+#: ``__init__``: the package's imports PyMC, and the helper took 1.1 s to import a kernel's
+#: module where it takes about 0.2 s without
+_PACKAGES = tuple(__name__.rsplit(".", i)[0] for i in range(__name__.count("."), 0, -1))
+
 #: the helper's program: this process's sys.path first (the package may not be installed), then
-#: the jobs (their argument types unpickle with numba, which the kernels' modules import)
+#: each package in :data:`_PACKAGES` as a bare module with the package's path (its submodules
+#: import from there), then the jobs (their argument types unpickle with numba, which the
+#: kernels' modules import)
 _HELPER = (
-    "import pickle, sys; sys.path[:] = pickle.load(sys.stdin.buffer); "
-    "from pymc_rdp.distributions.compile_ahead import _compile_jobs; "
-    "_compile_jobs(pickle.load(sys.stdin.buffer))"
+    "import importlib.util, pickle, sys, types; sys.path[:] = pickle.load(sys.stdin.buffer)\n"
+    f"for name in {_PACKAGES!r}:\n"
+    "    spec = importlib.util.find_spec(name)\n"
+    "    package = types.ModuleType(name)\n"
+    "    package.__path__ = list(spec.submodule_search_locations)\n"
+    "    sys.modules[name] = package\n"
+    f"from {__name__} import _compile_jobs\n"
+    "_compile_jobs(pickle.load(sys.stdin.buffer))\n"
 )

@@ -722,12 +722,16 @@ class DataAugmentation(AugmentationStep):
                 *edges[0], per_edge[0], round(edge_size[0]), predictive, desc, n_desc,
                 x, net, obs, cell_n, row_n,
             )))  # fmt: skip
+        # the later moves that call a kernel handed ahead (θ's draw in the first three)
+        calls_ahead = {"record", "soma", "ancillary", "subtree", "child_row"}
         with compile_ahead(ahead) as helper:
             for it in range(tune + draws):
                 if it == decide and tally[:, 1].any():
                     repeat_nodes = _diffuse_nodes(tally)
                 rates, sums, runs = {}, {}, {}
-                for move in self.moves:
+                for m, move in enumerate(self.moves):
+                    if it == 0 and m > 0 and move in calls_ahead:
+                        helper.wait()  # its kernels: loaded once the helper has them
                     if move == "record":
                         k.draw_theta(cell_n, self._alpha, net, theta, buf)
                         rates[move] = k.record_sweep(x, theta, net, obs, cell_n, row_n) / max(
@@ -810,7 +814,8 @@ class DataAugmentation(AugmentationStep):
                         kept = it - tune + 1
                         return out[:kept], {m: r[:kept] for m, r in stats.items()}, x
                 if it == 0:
-                    helper.stop()  # every move's kernel has run (draw_theta: at `tune`)
+                    helper.wait()  # draw_theta, first called at `tune`
+                    helper.stop()  # every move's kernel has run
         return out, stats, x
 
     def sample(

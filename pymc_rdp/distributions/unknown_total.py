@@ -211,6 +211,8 @@ def run_chain_unknown_total(
         for it in range(tune + draws):
             k.draw_theta(cell_n, da._alpha, net, theta, buf)
             acc = k.record_sweep(xbuf[:n], theta, net, obs, cell_n, row_n) / max(1, n)
+            if it == 0:
+                helper.wait()  # birth_death: loaded once the helper has it
             n, born = birth_death(xbuf, n, moves, theta, log_prior, net, obs, cell_n, row_n)
             if it >= tune:
                 k.draw_theta(cell_n, da._alpha, net, theta, buf)

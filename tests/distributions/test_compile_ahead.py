@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import math
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
+import time
 
 import numba
 import numpy as np
@@ -38,8 +40,8 @@ def _sampler(moves: tuple[str, ...] | None) -> DataAugmentation:
 
 def test_the_helper_compiles_into_the_cache_and_not_here(tmp_path):
     """In a process with an empty cache: the helper starts, a second request for the same kernel
-    while it runs starts none, the kernel lands in the cache without being compiled in the
-    requesting process, and once cached it starts none."""
+    while it runs starts none and waits for the first's helper, the kernel lands in the cache
+    without being compiled in the requesting process, and once cached it starts none."""
     script = textwrap.dedent(
         """
         import numba
@@ -51,8 +53,10 @@ def test_the_helper_compiles_into_the_cache_and_not_here(tmp_path):
 
         helper = compile_ahead([(k._log_choose, (5, 2))])
         assert isinstance(helper, AheadCompilation), helper
-        assert not isinstance(compile_ahead([(k._log_choose, (7, 3))]), AheadCompilation)
-        assert helper.process.wait(timeout=240) == 0
+        follower = compile_ahead([(k._log_choose, (7, 3))])  # the same types: no second helper
+        assert follower.process is None and follower.others == [helper.process]
+        follower.wait(timeout=240)  # waits for the first chain's helper
+        assert helper.process.poll() == 0
         helper.stop()
         assert k._log_choose.signatures == [], k._log_choose.signatures
         types = (numba.int64, numba.int64)
@@ -235,3 +239,66 @@ def test_the_chain_hands_ahead_the_kernels_and_types_it_calls(monkeypatch, moves
     for kernel, args in handed:
         types = tuple(numba.typeof(a) for a in args)
         assert types in kernel.overloads, (kernel.py_func.__name__, types)
+
+
+def test_the_helper_imports_the_kernels_without_the_package_imports():
+    """The helper enters the packages as bare modules: every kernel module a chain hands ahead
+    imports without the package's ``__init__`` (which imports PyMC), so the helper starts
+    compiling within a fraction of a second."""
+    program = ahead._HELPER.split("from ")[0]  # the helper's set-up, before its jobs
+    script = program + textwrap.dedent(
+        """
+        import importlib
+        for name in ("_augmentation_kernels", "augmentation_subtree", "unknown_total"):
+            importlib.import_module("pymc_rdp.distributions." + name)
+        print(sorted(m for m in ("pymc", "pytensor", "arviz") if m in sys.modules))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        input=pickle.dumps(list(sys.path)),
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().strip() == "[]"
+
+
+def test_waiting_is_bounded_and_leaves_the_helper_to_stop():
+    """``wait`` returns after its timeout with the helper still running (the kernel is then
+    compiled where it is called); ``stop`` kills it."""
+    slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    helper = ahead.AheadCompilation(slow, [])
+    start = time.monotonic()
+    helper.wait(timeout=0.2)
+    assert time.monotonic() - start < 5 and slow.poll() is None
+    helper.stop()
+    assert slow.poll() is not None
+
+
+def test_the_chain_waits_for_the_helper_before_its_first_later_move(monkeypatch):
+    """The chain's first move compiles here while the helper compiles the later kernels; it
+    waits for the helper before the first move that calls one of them (not before the second
+    heat-bath sweep, whose kernel it has)."""
+    from pymc_rdp.distributions import augmentation_gibbs as kg
+    from pymc_rdp.distributions import augmentation_subtree as kt
+
+    events = []
+
+    class Recorder(ahead._NoHelper):
+        def wait(self, timeout=None):
+            events.append("wait")
+
+    def record(kernel, name):
+        def call(*args):
+            events.append(name)
+            return kernel(*args)
+
+        return call
+
+    monkeypatch.setattr(ahead, "compile_ahead", lambda calls: Recorder())
+    monkeypatch.setattr(kg, "gibbs_sweep", record(kg.gibbs_sweep, "gibbs"))
+    monkeypatch.setattr(kt, "subtree_sweep", record(kt.subtree_sweep, "subtree"))
+    _sampler(("gibbs", "gibbs", "subtree")).run_chain(draws=1, tune=1, seed=3)
+    assert events[:4] == ["gibbs", "gibbs", "wait", "subtree"]
+    assert events.count("wait") == 2  # and at the end of the first iteration
