@@ -9,7 +9,8 @@ parameters per node and cell, and the tables of the Bayesian-Dirichlet score
 ``n = 0..N`` (Heckerman, Geiger & Chickering 1995, "Learning Bayesian networks: the combination
 of knowledge and statistical data"), and, for a Dirichlet-mechanism release with one α over its
 table, its density's terms ``lgd_cell[v, n] = log Γ(r n + α)`` and
-``lgd_row[v, n] = log Γ(r n + K_v α)`` (kind ``KIND_DIRICHLET_TABLED``).
+``lgd_row[v, n] = log Γ(r n + K_v α)`` (kind ``KIND_DIRICHLET_TABLED``). :func:`draws_array`
+is the array a chain writes its draws into.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 if TYPE_CHECKING:
     from pymc_rdp.distributions.augmentation_observations import FamilyObservation
 
-__all__ = ["network_arrays"]
+__all__ = ["draws_array", "network_arrays"]
 
 
 def network_arrays(
@@ -140,3 +141,25 @@ def network_arrays(
         lgd_row[i] = gammaln(r[i] * counts + card[i] * a)
     obs = (kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row)
     return net, obs, np.full(d, alpha0), index
+
+
+def draws_array(out: np.ndarray | None, draws: int, n_cells: int) -> np.ndarray:
+    """The (``draws``, ``n_cells``) float64 array a chain writes its kept draws into: ``out``,
+    checked, or a new one when ``out`` is None.
+
+    Raises
+    ------
+    TypeError
+        ``out`` is not a float64 numpy array.
+    ValueError
+        ``out`` has another shape or is read-only.
+    """
+    if out is None:
+        return np.empty((draws, n_cells))
+    if not isinstance(out, np.ndarray) or out.dtype != np.float64:
+        raise TypeError(f"out must be a float64 numpy array, got {type(out).__name__}")
+    if out.shape != (draws, n_cells):
+        raise ValueError(f"out must have shape {(draws, n_cells)} (draws, cells), got {out.shape}")
+    if not out.flags.writeable:
+        raise ValueError("out must be writeable")
+    return out

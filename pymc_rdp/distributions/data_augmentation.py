@@ -131,7 +131,7 @@ from typing import Any
 import numpy as np
 
 from pymc_rdp._validation import check_positive_scalar
-from pymc_rdp.distributions.augmentation_arrays import network_arrays
+from pymc_rdp.distributions.augmentation_arrays import draws_array, network_arrays
 from pymc_rdp.distributions.augmentation_observations import (
     OBSERVATIONS,
     FamilyObservation,
@@ -586,6 +586,7 @@ class DataAugmentation(AugmentationStep):
         records: np.ndarray | None = None,
         adapt: bool | None = None,
         deadline: float | None = None,
+        out: np.ndarray | None = None,
     ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
         """One chain: ``tune`` discarded iterations, then ``draws`` kept.
 
@@ -603,10 +604,14 @@ class DataAugmentation(AugmentationStep):
         is kept. The chain stops on the clock alone, never on its state, so the draws kept are
         the first ones of the same chain run to ``draws``.
 
+        ``out``, a float64 array of shape (``draws``, cells), receives the draws in place of a
+        new array (:meth:`sample` hands each chain its slice of one array, which it then need
+        not copy).
+
         Returns
         -------
         theta : numpy.ndarray
-            (kept draws, cells) flat CPT draws.
+            (kept draws, cells) flat CPT draws (``out``, or its first rows, when given).
         stats : dict
             Acceptance rate per kept iteration of each move in :attr:`moves`.
         records : numpy.ndarray
@@ -634,7 +639,7 @@ class DataAugmentation(AugmentationStep):
         k.tabulate(x, net, cell_n, row_n)
         theta = np.empty(n_cells)
         buf = np.empty(int(net[0].max()))
-        out = np.empty((draws, n_cells))
+        out = draws_array(out, draws, n_cells)
         stats = {f"accept_{m}": np.empty(draws) for m in self.moves}
         nodes = range(len(self.nodes))
         blocks = [self.block_moves[v] for v in self.nodes]
@@ -859,7 +864,8 @@ class DataAugmentation(AugmentationStep):
             same chains without a limit. For a fixed budget of wall time on a given machine,
             say a minute including compilation, set ``draws`` high and this to what remains.
         """
-        import arviz as az
+        # arviz_base alone (about 0.4 s to import where arviz takes 1.1, in the sampling's time)
+        from arviz_base import from_dict
 
         for name, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1)):
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
@@ -881,19 +887,22 @@ class DataAugmentation(AugmentationStep):
 
             run = partial(run_chain_unknown_total, self)
 
-        def one(sd: int) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
-            return run(int(draws), int(tune), int(sd), deadline=deadline)
+        # every chain writes its draws into its slice of one array: stacking them afterwards
+        # copied 270 MB on Adult (2 × 1,027 draws of 16,372 cells), 0.6 s of the minute
+        theta = np.empty((chains, int(draws), int(self._net[4][-1])))
+
+        def one(c: int) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
+            return run(int(draws), int(tune), int(seeds[c]), deadline=deadline, out=theta[c])
 
         if cores == 1 or chains == 1:
-            results = [one(sd) for sd in seeds]
+            results = [one(c) for c in range(chains)]
         else:
             with ThreadPoolExecutor(max_workers=int(cores)) as pool:
-                results = list(pool.map(one, seeds))
+                results = list(pool.map(one, range(chains)))
         draws = min(len(th) for th, _, _ in results)  # a time limit may cut chains unequally
-        thetas = [th[:draws] for th, _, _ in results]
         stats = [{key: s[:draws] for key, s in st.items()} for _, st, _ in results]
         elapsed = time.perf_counter() - start
-        theta = np.stack(thetas)  # chain, draw, cells
+        theta = theta[:, :draws]  # chain, draw, cells
         off = self._net[4]
         post = {}
         dims = {}
@@ -903,7 +912,7 @@ class DataAugmentation(AugmentationStep):
         sample_stats = {key: np.stack([s[key] for s in stats]) for key in stats[0]}
         if "n_records" in sample_stats:  # an unknown N is a parameter of the posterior
             post["n_records"] = sample_stats.pop("n_records")
-        idata = az.from_dict(
+        idata = from_dict(
             {"posterior": post, "sample_stats": sample_stats}, coords=self.coords, dims=dims
         )
         idata.attrs["sampler"] = "data_augmentation"

@@ -40,6 +40,7 @@ from numba import njit
 
 from pymc_rdp.distributions import _augmentation_kernels as k
 from pymc_rdp.distributions import compile_ahead as ca
+from pymc_rdp.distributions.augmentation_arrays import draws_array
 
 __all__ = ["birth_death", "check_total_prior", "initial_records", "run_chain_unknown_total"]
 
@@ -169,12 +170,14 @@ def run_chain_unknown_total(
     seed: int,
     records: np.ndarray | None = None,
     deadline: float | None = None,
+    out: np.ndarray | None = None,
 ) -> tuple[np.ndarray, dict[str, np.ndarray], np.ndarray]:
     """One chain with ``N`` unknown: per iteration θ | x, a record sweep and
     ``da.birth_death_moves`` birth/death proposals (same θ), then the kept draw θ | x.
 
     ``deadline`` (a ``time.perf_counter()`` value) stops the chain after the first kept draw
-    that ends at or after it, as in :meth:`DataAugmentation.run_chain`.
+    that ends at or after it, and ``out`` receives the draws, as in
+    :meth:`DataAugmentation.run_chain`.
 
     Returns the (kept draws, cells) CPT draws, the stats (``accept_record``,
     ``accept_birth_death``, ``n_records`` per draw) and the final records.
@@ -197,7 +200,7 @@ def run_chain_unknown_total(
     k.tabulate(xbuf[:n], net, cell_n, row_n)
     theta = np.empty(n_cells)
     buf = np.empty(int(net[0].max()))
-    out = np.empty((draws, n_cells))
+    out = draws_array(out, draws, n_cells)
     stats = {
         "accept_record": np.empty(draws),
         "accept_birth_death": np.empty(draws),

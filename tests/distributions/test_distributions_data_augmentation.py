@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -575,6 +576,43 @@ def test_records_given_to_a_chain_are_checked(records, error, match):
         da.run_chain(2, 0, seed=1, records=records)
 
 
+@pytest.mark.parametrize("known_n", [True, False])
+def test_a_chain_writes_its_draws_into_the_array_given(known_n):
+    """``out`` receives the draws the chain returns without it (``sample`` hands each chain its
+    slice of one array); the unknown-N chain does the same."""
+    from pymc_rdp.distributions.unknown_total import run_chain_unknown_total
+
+    kw = {"n_records": N} if known_n else {"n_records": None, "n_prior": np.ones(9)}
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), **kw)
+    run = da.run_chain if known_n else partial(run_chain_unknown_total, da)
+    theta, _, _ = run(6, 2, 4)
+    out = np.full((6, theta.shape[1]), np.nan)
+    given, _, _ = run(6, 2, 4, out=out)
+    assert given is out
+    np.testing.assert_array_equal(out, theta)
+    idata = da.sample(draws=6, tune=2, chains=2, random_seed=8, cores=2)
+    seeds = np.random.SeedSequence(8).generate_state(2)
+    np.testing.assert_array_equal(
+        idata["posterior"]["a_cpt"].to_numpy()[1], run(6, 2, int(seeds[1]))[0][:, :2]
+    )
+
+
+@pytest.mark.parametrize(
+    "make, error, match",
+    [
+        (lambda cells: np.zeros((6, cells - 1)), ValueError, "shape"),
+        (lambda cells: np.zeros((5, cells)), ValueError, "shape"),
+        (lambda cells: np.zeros((6, cells), dtype=np.float32), TypeError, "float64"),
+        (lambda cells: [[0.0] * cells] * 6, TypeError, "float64 numpy array"),
+        (lambda cells: np.broadcast_to(np.zeros(cells), (6, cells)), ValueError, "writeable"),
+    ],
+)
+def test_a_bad_array_for_the_draws_is_refused(make, error, match):
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
+    with pytest.raises(error, match=match):
+        da.run_chain(6, 0, seed=1, out=make(int(da._net[4][-1])))
+
+
 def test_tabulated_dirichlet_terms_are_the_log_gamma_terms():
     """One α over a table: its log Γ terms come from tables of n = 0..N; the target and the
     heat-bath draws are those of the per-cell ``math.lgamma`` terms."""
@@ -762,8 +800,8 @@ def test_chains_cut_by_the_clock_are_cut_to_the_shortest(monkeypatch):
     real = DataAugmentation.run_chain
     lengths = iter([7, 4, 9])
 
-    def uneven(self, draws, tune, seed, records=None, adapt=None, deadline=None):
-        theta, stats, x = real(self, draws, tune, seed, records, adapt)
+    def uneven(self, draws, tune, seed, records=None, adapt=None, deadline=None, out=None):
+        theta, stats, x = real(self, draws, tune, seed, records, adapt, out=out)
         kept = next(lengths)
         return theta[:kept], {key: v[:kept] for key, v in stats.items()}, x
 
