@@ -302,3 +302,45 @@ def test_the_chain_waits_for_the_helper_before_its_first_later_move(monkeypatch)
     _sampler(("gibbs", "gibbs", "subtree")).run_chain(draws=1, tune=1, seed=3)
     assert events[:4] == ["gibbs", "gibbs", "wait", "subtree"]
     assert events.count("wait") == 2  # and at the end of the first iteration
+
+
+def test_waiting_compiles_here_the_jobs_the_helper_has_not_started(tmp_path):
+    """While the helper compiles a slow first kernel, ``wait`` compiles the later one here
+    instead of waiting idle; the helper leaves the first to no one else and loads the second
+    from the cache."""
+    src = tmp_path / "src"
+    src.mkdir()
+    body = "".join(f"    x = x * 1.0001 + {i}\n" for i in range(400))
+    (src / "two_kernels.py").write_text(
+        "from numba import njit\n\n\n@njit(cache=True)\ndef slow(x):\n"
+        + body
+        + "    return x\n\n\n@njit(cache=True)\ndef quick(a, b):\n    return a + b\n"
+    )
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        sys.path.insert(0, {str(src)!r})
+        import two_kernels as tk
+        from pymc_rdp.distributions import compile_ahead as ca
+
+        ca._usable_cores = lambda: 2  # the helper's own work, on a machine of any size
+
+        helper = ca.compile_ahead([(tk.slow, (1.0,)), (tk.quick, (5, 2))])
+        start = time.monotonic()
+        while helper._progress() < 0 and time.monotonic() - start < 60:
+            time.sleep(0.01)  # the helper has started the slow kernel
+        helper.wait(timeout=240)
+        assert helper.process.poll() == 0
+        helper.stop()
+        print(len(tk.quick.signatures), len(tk.slow.signatures))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["NUMBA_CACHE_DIR"] = str(tmp_path / "cache")
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1 0"  # quick compiled here, slow only by the helper
+    cached = {p.name.split("-")[0] for p in (tmp_path / "cache").rglob("*.nbi")}
+    assert {"two_kernels.slow", "two_kernels.quick"} <= cached, cached
