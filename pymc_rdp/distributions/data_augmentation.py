@@ -131,7 +131,11 @@ from typing import Any
 import numpy as np
 
 from pymc_rdp._validation import check_positive_scalar
-from pymc_rdp.distributions.augmentation_arrays import draws_array, network_arrays
+from pymc_rdp.distributions.augmentation_arrays import (  # RECORD_DTYPE: re-exported here
+    RECORD_DTYPE,
+    draws_array,
+    network_arrays,
+)
 from pymc_rdp.distributions.augmentation_observations import (
     OBSERVATIONS,
     FamilyObservation,
@@ -208,11 +212,6 @@ _SIZE_CAP = 4
 _DIFFUSE_SHARE = 0.5
 #: tuning iterations whose sweeps measure those shares (after them the nodes are fixed)
 _DIFFUSE_AFTER = 20
-#: the dtype of a chain's latent records (records × nodes, state codes): half the bytes of
-#: int64, so the kernels' passes over the records read half the memory (the same draws; on
-#: alarm, N = 10⁴, an iteration about 6 % shorter, on Adult about 4 %; int16 and int8 were
-#: slower than int64 there, numba widening each code it reads)
-RECORD_DTYPE = np.int32
 
 
 def _size_caps(kinds: np.ndarray, sizes: list[int]) -> list[int]:
@@ -554,12 +553,17 @@ class DataAugmentation(AugmentationStep):
             np.stack([codes[v] for v in self.nodes], axis=1).astype(RECORD_DTYPE)
         )
 
-    def _checked_records(self, records: Any) -> np.ndarray:
+    def _checked_records(self, records: Any, n_max: int | None = None) -> np.ndarray:
         """``records`` as a chain's state: (records × nodes) integer codes, each below its
-        node's number of states (the kernels index the tables with them unchecked)."""
+        node's number of states (the kernels index the tables with them unchecked); with an
+        unknown ``N``, any number of records up to ``n_max``."""
         r = np.asarray(records)
-        if r.shape != (self.n_records, len(self.nodes)):
-            raise ValueError(f"records must have shape {(self.n_records, len(self.nodes))}")
+        d = len(self.nodes)
+        if n_max is None:
+            if r.shape != (self.n_records, d):
+                raise ValueError(f"records must have shape {(self.n_records, d)}")
+        elif r.ndim != 2 or r.shape[1] != d or r.shape[0] > n_max:
+            raise ValueError(f"records must have shape (N, {d}) with N <= {n_max}")
         if not (np.issubdtype(r.dtype, np.integer) or r.dtype == np.bool_):
             raise TypeError(f"records must hold integer state codes, got dtype {r.dtype}")
         if r.size and (r.min() < 0 or bool((r >= self._net[0]).any())):

@@ -40,7 +40,7 @@ from numba import njit
 
 from pymc_rdp.distributions import _augmentation_kernels as k
 from pymc_rdp.distributions import compile_ahead as ca
-from pymc_rdp.distributions.augmentation_arrays import draws_array
+from pymc_rdp.distributions.augmentation_arrays import RECORD_DTYPE, draws_array
 
 __all__ = ["birth_death", "check_total_prior", "initial_records", "run_chain_unknown_total"]
 
@@ -103,7 +103,9 @@ def initial_records(da: Any, rng: np.random.Generator) -> np.ndarray:
     n0 = max(n0, 0)
     codes = forward_sample(da.structure, da.initial_cpts(), da.cards, n0, rng)
     return np.ascontiguousarray(
-        np.stack([codes[v] for v in da.nodes], axis=1).astype(np.int64).reshape(n0, len(da.nodes))
+        np.stack([codes[v] for v in da.nodes], axis=1)
+        .astype(RECORD_DTYPE)
+        .reshape(n0, len(da.nodes))
     )
 
 
@@ -184,14 +186,12 @@ def run_chain_unknown_total(
     """
     rng = np.random.default_rng(seed)
     k.seed(int(rng.integers(0, 2**31 - 1)))
-    x = initial_records(da, rng) if records is None else np.asarray(records, dtype=np.int64)
     d = len(da.nodes)
     log_prior = np.ascontiguousarray(da.n_log_prior, dtype=np.float64)
     n_max = log_prior.size - 1
-    if x.ndim != 2 or x.shape[1] != d or x.shape[0] > n_max:
-        raise ValueError(f"records must have shape (N, {d}) with N <= {n_max}")
+    x = initial_records(da, rng) if records is None else da._checked_records(records, n_max)
     n = int(x.shape[0])
-    xbuf = np.zeros((n_max + 1, d), dtype=np.int64)
+    xbuf = np.zeros((n_max + 1, d), dtype=RECORD_DTYPE)
     xbuf[:n] = x
     net, obs = da._net, da._obs
     n_cells = int(net[4][-1])

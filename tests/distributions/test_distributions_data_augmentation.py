@@ -22,6 +22,7 @@ from pymc_rdp.distributions import _augmentation_kernels as kernels
 from pymc_rdp.distributions.data_augmentation import (
     MOVES,
     OBSERVATIONS,
+    RECORD_DTYPE,
     DataAugmentation,
     sample_augmentation,
 )
@@ -611,6 +612,41 @@ def test_a_bad_array_for_the_draws_is_refused(make, error, match):
     da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
     with pytest.raises(error, match=match):
         da.run_chain(6, 0, seed=1, out=make(int(da._net[4][-1])))
+
+
+@pytest.mark.parametrize(
+    "records, error, match",
+    [
+        (np.zeros((4, 2), dtype=np.int64), ValueError, "shape"),
+        (np.zeros((9, 3), dtype=np.int64), ValueError, "N <= 8"),  # n_prior covers 0..8
+        (np.zeros((4, 3)), TypeError, "integer state codes"),
+        (np.full((4, 3), -1), ValueError, "state codes from 0"),
+        (np.tile([0, 3, 0], (4, 1)), ValueError, "state codes from 0"),  # b has 3 states
+    ],
+)
+def test_records_given_to_an_unknown_n_chain_are_checked(records, error, match):
+    """The unknown-N chain checks records it is given as the known-N chain does: its kernels
+    index the tables with them unchecked."""
+    from pymc_rdp.distributions.unknown_total import run_chain_unknown_total
+
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), None, n_prior=np.ones(9))
+    with pytest.raises(error, match=match):
+        run_chain_unknown_total(da, 2, 0, 1, records=records)
+
+
+def test_an_unknown_n_chain_holds_int32_records_with_the_draws_of_int64_ones():
+    from pymc_rdp.distributions.unknown_total import run_chain_unknown_total
+
+    da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), None, n_prior=np.ones(9))
+    start = np.array([[0, 1, 0], [1, 2, 1], [0, 0, 1], [1, 1, 0]])
+    runs = [
+        run_chain_unknown_total(da, 30, 5, 2, records=start.astype(dtype))
+        for dtype in (np.int64, np.int32)
+    ]
+    assert all(x.dtype == RECORD_DTYPE for _, _, x in runs)
+    np.testing.assert_array_equal(runs[0][0], runs[1][0])
+    np.testing.assert_array_equal(runs[0][1]["n_records"], runs[1][1]["n_records"])
+    assert len(set(runs[0][1]["n_records"].tolist())) > 1  # births and deaths happened
 
 
 def test_tabulated_dirichlet_terms_are_the_log_gamma_terms():
