@@ -434,23 +434,16 @@ def _factor_scan(
 
 def one_by_one_nodes(net: tuple, n: int, key_space_limit: float = KEY_SPACE_LIMIT) -> np.ndarray:
     """Per node, whether :func:`gibbs_sweep` updates its records one by one with cached factor
-    terms: its Markov blanket's key space (:func:`_key_space`, the same product in the same
-    order) exceeds ``key_space_limit`` or ``_ONE_BY_ONE`` times the number of records ``n``.
-    It depends on the network and ``n`` only: a chain computes it once. Python, not a kernel: a
-    kernel's compilation took 0.4 s of the first run."""
+    terms: its Markov blanket's key space (:func:`_blanket`, :func:`_key_space`) exceeds
+    ``key_space_limit`` or ``_ONE_BY_ONE`` times the number of records ``n``. It depends on the
+    network and ``n`` only: a chain computes it once, in a Python loop over the nodes (as a
+    kernel of its own, its compilation took 0.4 s of the first run)."""
     card, n_par, par, _, _, _, n_ch, ch = net
     limit = min(key_space_limit, _ONE_BY_ONE * n)
+    mb = np.empty(len(card), dtype=np.int64)
     out = np.zeros(len(card), dtype=np.bool_)
     for v in range(len(card)):
-        blanket = [int(u) for u in par[v, : n_par[v]]]
-        for w in ch[v, : n_ch[v]]:
-            for u in (int(w), *(int(t) for t in par[w, : n_par[w]])):
-                if u != v and u not in blanket:
-                    blanket.append(u)
-        space = 1.0
-        for u in blanket:
-            space *= float(card[u])
-        out[v] = space > limit
+        out[v] = _key_space(card, mb, _blanket(v, n_par, par, n_ch, ch, mb)) > limit
     return out
 
 
