@@ -911,12 +911,13 @@ class DataAugmentation(AugmentationStep):
         stats = [{key: s[:draws] for key, s in st.items()} for _, st, _ in results]
         elapsed = time.perf_counter() - start
         if time_limit is not None and draws == 1 < wanted:
-            # every chain keeps its first draw, so one draw means the limit passed before then
+            # every chain keeps its first draw, so one draw means the limit passed before a
+            # chain's first kept draw ended
             warnings.warn(
-                f"time_limit={time_limit:g} s passed before the chains' first kept draw: each "
-                f"chain kept 1 draw of the {wanted} asked for (sampling, with its {tune} tuning "
-                f"iterations and any compiling, took {elapsed:.1f} s); raise time_limit or "
-                "lower tune",
+                f"time_limit={time_limit:g} s passed before a chain's first kept draw ended: "
+                f"every chain was cut to 1 draw of the {wanted} asked for (sampling, with {tune} "
+                f"tuning iterations and any compiling, took {elapsed:.1f} s); raise time_limit "
+                "or lower tune",
                 UserWarning,
                 stacklevel=2,
             )

@@ -840,7 +840,7 @@ def test_demo_samples_for_a_time_limit(tmp_path):
     and the report states the draws kept and the limit."""
     out = tmp_path / "limited"
     argv = ["demo", "--fast", "--draws", "500", "--tune", "5", "--chains", "1"]
-    with pytest.warns(UserWarning, match="kept 1 draw of the 500"):
+    with pytest.warns(UserWarning, match="cut to 1 draw of the 500"):
         assert main([*argv, "--time-limit", "0.001", "--out", str(out), "--quiet"]) == 0
     import xarray as xr
 

@@ -293,7 +293,7 @@ def test_network_sampling_takes_a_time_limit():
 
     bn = pmr.BayesianNetwork(STRUCTURE, states=STATES)
     bn.fit(_frame(80, 2), mechanism="gaussian", epsilon=2.0, delta=1e-6, public_total=80)
-    with pytest.warns(UserWarning, match="kept 1 draw of the 50"):
+    with pytest.warns(UserWarning, match="cut to 1 draw of the 50"):
         idata = bn.sample(draws=50, tune=5, chains=1, random_seed=0, time_limit=1e-9)
     assert idata["posterior"].sizes["draw"] == 1 and idata.attrs["time_limit"] == 1e-9
 
