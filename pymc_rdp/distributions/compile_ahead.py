@@ -91,8 +91,9 @@ class AheadCompilation:
             data = os.read(pipe.fileno(), 4096)
         except (BlockingIOError, OSError, ValueError):
             return self._started
-        for line in data.split():
-            self._started = max(self._started, int(line))
+        for token in data.split():  # anything else a compilation printed is not an index
+            if token.isdigit():
+                self._started = max(self._started, int(token))
         return self._started
 
     def wait(self, timeout: float | None = None) -> None:
