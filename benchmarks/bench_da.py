@@ -232,8 +232,9 @@ def main(argv: list[str] | None = None) -> None:
             if limit is not None:
                 label += f", {kept_draws[-1]} draws in {limit:.1f} s"
             ess = _ess_summary(idata, big)
-            acc = {
-                k: float(idata["sample_stats"][k].mean()) for k in idata["sample_stats"].data_vars
+            acc = {  # over the iterations that proposed (NaN: none, e.g. pooled moves idle)
+                k: float(np.nanmean(idata["sample_stats"][k].to_numpy()))
+                for k in idata["sample_stats"].data_vars
             }
             if len(args.seed) > 1:
                 label += f", seed {seed}"

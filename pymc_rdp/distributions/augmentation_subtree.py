@@ -68,12 +68,26 @@ other parent of ``w`` is a descendant of ``p`` (those are redrawn, and a record 
 move with rows for cells, and the rest is the subtree move's. Edges where ``w``'s other parents
 are exactly ``p``'s parents are skipped: their rows of ``w`` are the cells of ``p``'s table,
 and the move would be ``p``'s subtree move.
+
+Pooled child rows
+-----------------
+Where ``w``'s other parents are a proper subset of ``p``'s parents, each row of ``w`` pools
+several of ``p``'s rows (on Adult, capital-gain's row (sex, education, occupation) pools
+occupation's rows (age, sex, education) over the ten ages). The number of records in such a
+row of ``w`` is a sum of ``p``'s cells across the pooled rows; where ``p``'s records change
+state easily (a *diffuse* node, whose cells the releases pin loosely), that sum drifts slowly
+under moves that change one of ``p``'s rows at a time, and a child-row move over the edge
+shifts up to a block of records between two of ``w``'s rows in one step. These edges
+(:func:`pooling_edges`) are a subset of :func:`child_row_edges`: a parent of ``p`` is never a
+descendant of ``p``.
 """
 
 # ruff: noqa: NPY002
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from numba import njit
@@ -90,6 +104,7 @@ __all__ = [
     "child_row_edges",
     "child_row_sweep",
     "descendants",
+    "pooling_edges",
     "predictive_logs",
     "subtree_sweep",
 ]
@@ -410,6 +425,22 @@ def child_row_edges(
             others = {q for q in parents[w] if q != p}
             # the same selection as p's own subtree moves when the others are p's parents
             if others != set(parents.get(p, ())) and not others & below:
+                out.append((p, w))
+    return out
+
+
+def pooling_edges(parents: Mapping[Hashable, Sequence[Hashable]]) -> list[tuple[Any, Any]]:
+    """The edges ``(p, w)`` whose child's rows pool several of the parent's rows (module notes):
+    ``w``'s parents other than ``p`` a proper subset of ``p``'s parents, in the order of
+    ``parents`` and of each node's parents. ``parents`` maps every node to its parents (node
+    names or indices alike).
+
+    On the Adult network that is occupation → capital-gain, capital-gain → capital-loss and
+    capital-loss → income; a root has no such edge (no proper subset of no parents)."""
+    out = []
+    for w, ws in parents.items():
+        for p in ws:
+            if {q for q in ws if q != p} < set(parents.get(p, ())):
                 out.append((p, w))
     return out
 

@@ -213,6 +213,7 @@ def test_the_helper_imports_with_this_process_path(tmp_path):
     [
         (("gibbs", "gibbs", "subtree"), {"subtree_sweep", "draw_theta"}),
         (("gibbs", "subtree", "child_row"), {"subtree_sweep", "child_row_sweep", "draw_theta"}),
+        (("gibbs", "subtree", "pooled_row"), {"subtree_sweep", "child_row_sweep", "draw_theta"}),
         (("record", "subtree"), {"subtree_sweep"}),
         (None, {"birth_death"}),  # N unknown: the record sweep, then birth/death moves
     ],
