@@ -133,14 +133,6 @@ def _diagnostics(idata) -> tuple[float, float]:
     return out[0], out[1]
 
 
-def _mean_rate(rates: np.ndarray) -> float | None:
-    """A move's mean acceptance rate over the iterations in which it proposed (an iteration
-    without a proposal records NaN: the pooled child-row moves before any edge's parent is
-    found diffuse), or None if it never proposed."""
-    made = rates[np.isfinite(rates)]
-    return float(made.mean()) if made.size else None
-
-
 def fit_augmentation(setting, df, release_seed: int, mcmc_seed: int, draws, tune, chains):
     """Release ``df``'s family tables as ``BayesianNetwork.fit`` does and sample by augmentation.
 
@@ -169,7 +161,7 @@ def fit_augmentation(setting, df, release_seed: int, mcmc_seed: int, draws, tune
     post = {v: bn.cpt_draws(idata, v) for v in setting.st.order}
     min_ess, max_rhat = _diagnostics(idata)
     accept = {
-        str(k): _mean_rate(idata["sample_stats"][k].to_numpy())
+        str(k): float(np.mean(idata["sample_stats"][k].to_numpy()))
         for k in idata["sample_stats"].data_vars
         if str(k).startswith("accept_")
     }

@@ -56,12 +56,9 @@ def test_short_augmentation_run_records_resumes_and_reports(tmp_path):
             assert r["chains"] == 2 and r["draws"] == 12
             assert r["sampler"] == "data_augmentation"
             assert r["min_ess"] > 0 and np.isfinite(r["max_rhat"])
-            # the sampler's defaults; asia has a pooling edge (either → xray)
-            defaults = {"dirichlet": "gibbs,pair,subtree,child_row"}
-            assert r["moves"] == defaults.get(r["noise"], "gibbs,gibbs,gibbs,subtree,pooled_row")
-            # a move that never proposed (pooled moves without a diffuse parent) records None
-            assert all(a is None or 0.0 <= a <= 1.0 for a in r["accept"].values())
-            assert all(a is not None for m, a in r["accept"].items() if m != "accept_pooled_row")
+            defaults = {"dirichlet": "gibbs,pair,subtree,child_row"}  # the sampler's defaults
+            assert r["moves"] == defaults.get(r["noise"], "gibbs,gibbs,gibbs,subtree")
+            assert all(0.0 <= a <= 1.0 for a in r["accept"].values())
     assert study.main([*args, "--resume"]) == results
     assert len(out.read_text().splitlines()) == 4
     # another file's records count as done too: a new output file gets nothing

@@ -4,8 +4,7 @@ and defaulted.
 :class:`~pymc_rdp.distributions.data_augmentation.DataAugmentation` takes categorical states per
 node, a schedule of moves (:data:`MOVES`, each listed as often as it runs per iteration; by
 default three heat-bath sweeps (the second and third over the diffuse nodes only) then subtree
-moves, ``("gibbs", "gibbs", "gibbs", "subtree")``, with pooled child-row moves after them where
-the network has an edge they use,
+moves, ``("gibbs", "gibbs", "gibbs", "subtree")``,
 for a known ``N`` (one sweep, pair, subtree and child-row moves when every release is a
 Dirichlet-mechanism release), ``("record",)`` for an unknown one, as the collapsed moves need a
 fixed ``N``), and the

@@ -67,13 +67,13 @@ Moves
     that fixes them on (none before it); without, every node. A diffuse parent's cells are
     loosely pinned, and the number of records in a pooled row of its child, a sum of its cells
     across the rows pooled, drifts slowly under moves of one of its rows at a time; this move
-    shifts a block of records between two of the child's rows at once. In the default for
-    Gaussian and Laplace releases on networks with such an edge; an iteration in which it makes
-    no proposal records a NaN acceptance rate. On Adult (occupation → capital-gain, the only
-    such edge with a diffuse parent) the minimum ESS of the Adult benchmark's hardest chains
-    rose by a third at 3–11 % fewer draws in the same time (``docs/performance.md``, "Pooled
-    child-row moves"); on alarm, child, insurance, hailfinder, sachs and asia at N = 10⁴ no
-    such edge has a diffuse parent, so their chains are unchanged.
+    shifts a block of records between two of the child's rows at once. An iteration in which
+    it makes no proposal records a NaN acceptance rate. In no default: on Adult (occupation →
+    capital-gain, the only such edge with a diffuse parent), added to the default it lifted
+    some of the hardest chains of the one-minute benchmark (342 → 379 and 377 → 511 in pairs
+    run side by side) but cost 4–13 % of the draws in the minute and lowered four of six pairs
+    (the median 449 → 414; ``docs/performance.md``, "Pooled child-row moves"). On alarm,
+    child, insurance, hailfinder, sachs and asia at N = 10⁴ no such edge has a diffuse parent.
 ``"ancillary"``
     The non-centred counterpart of the moves above (Yu & Meng 2011, ASIS;
     :mod:`pymc_rdp.distributions.augmentation_ancillary`): θ drawn given the records, each
@@ -168,7 +168,6 @@ from pymc_rdp.distributions.augmentation_settings import (
 )
 from pymc_rdp.distributions.augmentation_soma import DEFAULT_ATTEMPTS
 from pymc_rdp.distributions.augmentation_step import AugmentationStep
-from pymc_rdp.distributions.augmentation_subtree import pooling_edges
 
 __all__ = [
     "MOVES",
@@ -299,15 +298,14 @@ class DataAugmentation(AugmentationStep):
         * ``("gibbs", "pair", "subtree", "child_row")`` when every release is a
           Dirichlet-mechanism release;
         * ``("gibbs", "gibbs", "gibbs", "subtree")`` otherwise; with adaptation, the sweeps
-          after an iteration's first visit only the diffuse nodes (module notes); followed by
-          ``"pooled_row"`` where the network has an edge whose child's rows pool several of
-          the parent's rows (module notes).
+          after an iteration's first visit only the diffuse nodes (module notes).
 
         They were chosen by the minimum bulk ESS per second over the CPT entries of rows holding
         >= 20 records, on Adult, alarm, child, insurance, sachs and asia; no schedule was the
-        best on every network. ``"ancillary"``, ``"swap"`` and ``"soma"`` are in no default:
-        none of them gained on every network measured. Every measurement behind these choices is
-        kept in ``docs/performance.md`` ("How the default moves were chosen").
+        best on every network. ``"ancillary"``, ``"swap"``, ``"soma"`` and ``"pooled_row"`` are
+        in no default: none of them gained on every network measured. Every measurement
+        behind these choices is kept in ``docs/performance.md`` ("How the default moves were
+        chosen").
     block_size : int or dict, optional
         Largest block ``m`` per node (default: about the sd of a cell count given its release,
         for Dirichlet releases ``sqrt(N / (cells · r))``). Row-block sizes adapt during tuning
@@ -413,8 +411,6 @@ class DataAugmentation(AugmentationStep):
             # for additive noise (the log-gamma terms; tabulated since, about 1.2 times on Adult);
             # pair moves after it, which cross a loosely pinned count in one step
             self.moves = _DIRICHLET_MOVES
-        elif moves is None and self.n_records is not None and pooling_edges(self.structure.parents):
-            self.moves = (*self.moves, "pooled_row")
         self.accountant = accountant
         self.block_size = per_node_setting(
             block_size,
@@ -702,7 +698,7 @@ class DataAugmentation(AugmentationStep):
         # pooled child-row moves: the edges whose child's rows pool several of the parent's, as
         # many proposals per edge as child-row moves make, for the parents the later heat-bath
         # sweeps visit (``pool_on``: set when the diffuse nodes are, from the start without)
-        pooled = pooling_edges({i: [int(q) for q in net[2][i, : net[1][i]]] for i in nodes})
+        pooled = kt.pooling_edges({i: [int(q) for q in net[2][i, : net[1][i]]] for i in nodes})
         per_pool = [
             max(1, math.ceil(per_row[p] * rows_of[p] * int(net[0][p]) / rows_of[w]))
             for p, w in pooled
