@@ -115,11 +115,15 @@ def posterior_section(bn: Any, idata: Any, k: int = 3, prob: float = 0.94) -> li
             f"min tail ESS {d['min_ess_tail']:.0f}, divergences {d['divergences']}."
         )
         if not d["ok"]:
+            longer = "`--draws`, `--tune`, `--chains`"
+            limit = getattr(idata, "attrs", {}).get("time_limit")
+            if limit is not None:  # the chains stopped at the clock: the limit bounds them
+                longer = f"a longer `--time-limit` than {float(limit):g} s, or more {longer}"
             add("")
             add(
                 f"**Warning: the sampler has not converged** (wanted r̂ < {RHAT_MAX}, ESS > "
                 f"{ESS_PER_CHAIN} per chain, no divergences): do not use these intervals; "
-                "run longer (`--draws`, `--tune`, `--chains`)."
+                f"run longer ({longer})."
             )
         add("")
         add(

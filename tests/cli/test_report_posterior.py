@@ -100,4 +100,10 @@ def test_section_shows_means_intervals_and_the_warning(records) -> None:
         coords=dict(bn.coords),
         dims={f"{v}_cpt": [f"{v}_cell"] for v in bn.nodes},
     )
-    assert "**Warning: the sampler has not converged**" in "\n".join(posterior_section(bn, bad))
+    warned = "\n".join(posterior_section(bn, bad))
+    assert "**Warning: the sampler has not converged**" in warned
+    assert "run longer (`--draws`, `--tune`, `--chains`)." in warned
+    # chains cut by a time limit: the advice names the limit first
+    bad.attrs["time_limit"] = 12.5
+    warned = "\n".join(posterior_section(bn, bad))
+    assert "run longer (a longer `--time-limit` than 12.5 s, or more `--draws`" in warned
