@@ -685,26 +685,24 @@ class DataAugmentation(AugmentationStep):
         # releases against proposals shrunk beyond six nodes redrawn, when each redrew them all)
         # child-row moves: per edge (p, w) as many proposals as p's subtree moves make, spread
         # over the configurations of w's other parents
-        edges = kt.child_row_edges(
-            {i: [int(q) for q in net[2][i, : net[1][i]]] for i in nodes}, desc, n_desc
-        )
+        parents = {i: [int(q) for q in net[2][i, : net[1][i]]] for i in nodes}
+        edges = kt.child_row_edges(parents, desc, n_desc)
         rows_of = [int((net[4][i + 1] - net[4][i]) // net[0][i]) for i in nodes]
-        per_edge = [
-            max(1, math.ceil(per_row[p] * rows_of[p] * int(net[0][p]) / rows_of[w]))
-            for p, w in edges
-        ]
-        edge_size = [float(sizes[p]) for p, _ in edges]
-        edge_cap = [size_cap[p] for p, _ in edges]
+
+        def edge_settings(units: list[tuple[int, int]]) -> tuple[list, list, list]:
+            """Per edge (p, w): the proposals, the starting block size and its cap (p's)."""
+            per = [
+                max(1, math.ceil(per_row[p] * rows_of[p] * int(net[0][p]) / rows_of[w]))
+                for p, w in units
+            ]
+            return per, [float(sizes[p]) for p, _ in units], [size_cap[p] for p, _ in units]
+
+        per_edge, edge_size, edge_cap = edge_settings(edges)
         # pooled child-row moves: the edges whose child's rows pool several of the parent's, as
         # many proposals per edge as child-row moves make, for the parents the later heat-bath
         # sweeps visit (``pool_on``: set when the diffuse nodes are, from the start without)
-        pooled = kt.pooling_edges({i: [int(q) for q in net[2][i, : net[1][i]]] for i in nodes})
-        per_pool = [
-            max(1, math.ceil(per_row[p] * rows_of[p] * int(net[0][p]) / rows_of[w]))
-            for p, w in pooled
-        ]
-        pool_size = [float(sizes[p]) for p, _ in pooled]
-        pool_cap = [size_cap[p] for p, _ in pooled]
+        pooled = kt.pooling_edges(parents)
+        per_pool, pool_size, pool_cap = edge_settings(pooled)
         trees = [(i,) for i in nodes]
         # ancillary moves: θ and the records' uniforms live only within the move
         anc_size = [float(m) for m in sizes]
@@ -761,16 +759,17 @@ class DataAugmentation(AugmentationStep):
                 *trees[0], per_row[0], round(tree_size[0]), predictive, desc, n_desc,
                 x, net, obs, cell_n, row_n,
             )))  # fmt: skip
-        if "child_row" in self.moves[1:] and edges:
-            ahead.insert(0, (kt.child_row_sweep, (
-                *edges[0], per_edge[0], round(edge_size[0]), predictive, desc, n_desc,
-                x, net, obs, cell_n, row_n,
-            )))  # fmt: skip
-        elif "pooled_row" in self.moves[1:] and pooled:  # the same kernel and argument types
-            ahead.insert(0, (kt.child_row_sweep, (
-                *pooled[0], per_pool[0], round(pool_size[0]), predictive, desc, n_desc,
-                x, net, obs, cell_n, row_n,
-            )))  # fmt: skip
+        # child-row and pooled child-row moves share the kernel and its argument types
+        for move, units, per, size in (
+            ("child_row", edges, per_edge, edge_size),
+            ("pooled_row", pooled, per_pool, pool_size),
+        ):
+            if move in self.moves[1:] and units:
+                ahead.insert(0, (kt.child_row_sweep, (
+                    *units[0], per[0], round(size[0]), predictive, desc, n_desc,
+                    x, net, obs, cell_n, row_n,
+                )))  # fmt: skip
+                break
         # the later moves that call a kernel handed ahead (θ's draw in the first three)
         calls_ahead = {"record", "soma", "ancillary", "subtree", "child_row", "pooled_row"}
         with compile_ahead(ahead) as helper:
