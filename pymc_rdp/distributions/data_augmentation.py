@@ -178,6 +178,9 @@ __all__ = [
     "sample_augmentation",
 ]
 
+#: the package's directory: a warning is attributed to the first caller outside it (through
+#: ``bn.sample`` or :func:`sample_augmentation` as well as directly)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 #: acceptance rate the row-block sizes adapt to during tuning
 _TARGET_ACCEPT = 0.35
 #: default row-block proposals per node and iteration, at least (spread over its rows)
@@ -966,7 +969,7 @@ class DataAugmentation(AugmentationStep):
                 f"tuning iterations and any compiling, took {elapsed:.1f} s); raise time_limit "
                 "or lower tune",
                 UserWarning,
-                stacklevel=2,
+                skip_file_prefixes=(_PACKAGE_DIR,),  # the analyst's call, however it came in
             )
         theta = theta[:, :draws]  # chain, draw, cells
         off = self._net[4]

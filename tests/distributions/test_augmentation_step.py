@@ -288,14 +288,17 @@ def test_network_samples_by_augmentation_by_default(mechanism):
 
 
 def test_network_sampling_takes_a_time_limit():
-    """``time_limit`` reaches the sampler, not ``from_network``: the chain keeps one draw."""
+    """``time_limit`` reaches the sampler, not ``from_network``: the chain keeps one draw, and
+    the warning names the analyst's line."""
     from test_distributions_data_augmentation import _frame
 
     bn = pmr.BayesianNetwork(STRUCTURE, states=STATES)
     bn.fit(_frame(80, 2), mechanism="gaussian", epsilon=2.0, delta=1e-6, public_total=80)
-    with pytest.warns(UserWarning, match="cut to 1 draw of the 50"):
+    with pytest.warns(UserWarning, match="cut to 1 draw of the 50") as caught:
         idata = bn.sample(draws=50, tune=5, chains=1, random_seed=0, time_limit=1e-9)
     assert idata["posterior"].sizes["draw"] == 1 and idata.attrs["time_limit"] == 1e-9
+    # the warning points at this call, not at the package's own call of the sampler
+    assert [w.filename for w in caught] == [__file__]
 
 
 def test_network_sampler_choices_are_checked():

@@ -815,8 +815,11 @@ def test_a_time_limit_keeps_the_first_draws_of_the_same_chains(known_n):
     moves = None if known_n else ("record",)
     da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), moves=moves, **kw)
     full = da.sample(draws=12, tune=4, chains=1, random_seed=5)
-    with pytest.warns(UserWarning, match=r"time_limit=1e-09 s passed .* cut to 1 draw of the 12"):
+    with pytest.warns(
+        UserWarning, match=r"time_limit=1e-09 s passed .* cut to 1 draw of the 12"
+    ) as caught:
         cut = da.sample(draws=12, tune=4, chains=1, random_seed=5, time_limit=1e-9)
+    assert [w.filename for w in caught] == [__file__]  # points at the caller's line
     assert cut["posterior"].sizes["draw"] == 1 and cut.attrs["time_limit"] == 1e-9
     for name in full["posterior"].data_vars:
         first = full["posterior"][name].to_numpy()[:, :1]
