@@ -70,7 +70,7 @@ Moves
     shifts a block of records between two of the child's rows at once. An iteration in which
     it makes no proposal records a NaN acceptance rate. In no default: on Adult (occupation →
     capital-gain, the only such edge with a diffuse parent), added to the default it lifted
-    some of the hardest chains of the one-minute benchmark (342 → 379 and 377 → 511 in pairs
+    some of the hardest chains of the one-minute benchmark (343 → 379 and 377 → 511 in pairs
     run side by side) but cost 4–13 % of the draws in the minute and lowered four of six pairs
     (the median 449 → 414; ``docs/performance.md``, "Pooled child-row moves"). On alarm,
     child, insurance, hailfinder, sachs and asia at N = 10⁴ no such edge has a diffuse parent.
