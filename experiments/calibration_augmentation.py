@@ -160,11 +160,12 @@ def fit_augmentation(setting, df, release_seed: int, mcmc_seed: int, draws, tune
     sample_s = time.perf_counter() - t0
     post = {v: bn.cpt_draws(idata, v) for v in setting.st.order}
     min_ess, max_rhat = _diagnostics(idata)
-    accept = {
-        str(k): float(np.mean(idata["sample_stats"][k].to_numpy()))
-        for k in idata["sample_stats"].data_vars
-        if str(k).startswith("accept_")
-    }
+    accept = {}  # a move's mean rate over the draws where it proposed (None: it never did)
+    for k in idata["sample_stats"].data_vars:
+        if str(k).startswith("accept_"):
+            rates = idata["sample_stats"][k].to_numpy()
+            rates = rates[np.isfinite(rates)]
+            accept[str(k)] = float(rates.mean()) if rates.size else None
     info = {
         "sample_s": sample_s,
         "min_ess": min_ess,

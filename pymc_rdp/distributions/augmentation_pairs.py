@@ -14,8 +14,11 @@ each record drawn given the others, so a count whose posterior is wide (a Dirich
 release pins a row's proportions only loosely) random-walks by about ``sqrt(n p (1 − p))`` per
 sweep. A pair move redraws the split of two states' records in one step from its conditional
 distribution. Where the children's tables pin each group's split (additive noise on every
-family table), the slow direction runs across groups and pair moves gain little; the numbers
-are in the ``moves`` docstring of :class:`pymc_rdp.DataAugmentation`.
+family table), the slow direction runs across groups and pair moves gain little; where they do
+not, at the *diffuse* nodes whose records change state in most of their heat-bath updates
+(hailfinder's Date, whose records only Scenario's table tells apart), the split is wide again,
+and count releases run pair moves over those nodes only (``"diffuse_pair"``). The numbers are
+in the ``moves`` docstring of :class:`pymc_rdp.DataAugmentation`.
 
 The move
 --------
@@ -160,12 +163,15 @@ def _log_sum(lw, lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def pair_sweep(x, net, obs, cell_n, row_n, half_width, log_fact, key_space_limit, min_group=2):
-    """Pair moves (module notes) of every node with two or more states, in every group of at
-    least ``min_group`` records (a group's size does not depend on ``v``'s states), one per pair
-    of a random pairing of the states; ``half_width[v]`` the window ``h`` of node ``v``. A node
-    whose key space exceeds ``key_space_limit`` makes groups of one record. Returns (pairs whose
-    split changed, pairs proposed)."""
+def pair_sweep(
+    x, net, obs, cell_n, row_n, half_width, log_fact, key_space_limit, visit, min_group=2
+):
+    """Pair moves (module notes) of every node ``v`` with ``visit[v]`` and two or more states,
+    in every group of at least ``min_group`` records (a group's size does not depend on ``v``'s
+    states), one per pair of a random pairing of the states; ``half_width[v]`` the window ``h``
+    of node ``v``. A node whose key space exceeds ``key_space_limit`` makes groups of one
+    record. Each pair move leaves the collapsed target invariant on its own, so any fixed
+    ``visit`` gives an exact sweep. Returns (pairs whose split changed, pairs proposed)."""
     card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     n, d = x.shape
@@ -194,7 +200,7 @@ def pair_sweep(x, net, obs, cell_n, row_n, half_width, log_fact, key_space_limit
     proposed = 0
     for v in range(d):
         kv = card[v]
-        if kv < 2 or n == 0:
+        if kv < 2 or n == 0 or not visit[v]:
             continue
         h_v = half_width[v]
         nc = n_ch[v]

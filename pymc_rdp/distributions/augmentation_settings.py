@@ -3,8 +3,8 @@ and defaulted.
 
 :class:`~pymc_rdp.distributions.data_augmentation.DataAugmentation` takes categorical states per
 node, a schedule of moves (:data:`MOVES`, each listed as often as it runs per iteration; by
-default three heat-bath sweeps (the second and third over the diffuse nodes only) then subtree
-moves, ``("gibbs", "gibbs", "gibbs", "subtree")``,
+default two heat-bath sweeps (the second over the diffuse nodes only), subtree moves, then pair
+moves over the diffuse nodes, ``("gibbs", "gibbs", "subtree", "diffuse_pair")``,
 for a known ``N`` (one sweep, pair, subtree and child-row moves when every release is a
 Dirichlet-mechanism release), ``("record",)`` for an unknown one, as the collapsed moves need a
 fixed ``N``), and the
@@ -54,8 +54,9 @@ MOVES = (
     "swap",
     "soma",
     "pair",
+    "diffuse_pair",
 )
-_DEFAULT_MOVES = ("gibbs", "gibbs", "gibbs", "subtree")
+_DEFAULT_MOVES = ("gibbs", "gibbs", "subtree", "diffuse_pair")
 
 
 def check_states(states: Any, nodes: Sequence[str]) -> dict[str, list[Any]]:

@@ -40,7 +40,7 @@ Moves
     (:mod:`pymc_rdp.distributions.augmentation_moves`): small rows, whose counts the release
     leaves most uncertain, move as often as large ones. Block sizes adapt during tuning.
 ``"gibbs"``
-    Collapsed heat-bath updates (by default three sweeps per iteration, one for Dirichlet
+    Collapsed heat-bath updates (by default two sweeps per iteration, one for Dirichlet
     releases, followed there by pair moves): every record's state at every node drawn from its
     full conditional over the node's Markov blanket
     (:mod:`pymc_rdp.distributions.augmentation_gibbs`; records that share a Markov-blanket
@@ -62,9 +62,10 @@ Moves
 ``"pooled_row"``
     Child-row moves over the edges ``p → w`` where each row of ``w`` pools several of ``p``'s
     rows (``w``'s other parents a proper subset of ``p``'s;
-    :func:`~pymc_rdp.distributions.augmentation_subtree.pooling_edges`), for the parents the
-    later heat-bath sweeps visit: with adaptation, the diffuse nodes, from the tuning iteration
-    that fixes them on (none before it); without, every node. A diffuse parent's cells are
+    :func:`~pymc_rdp.distributions.augmentation_subtree.pooling_edges`), for the diffuse
+    parents where a later heat-bath sweep or ``"diffuse_pair"`` singles them out (with
+    adaptation, from the tuning iteration that fixes them on, none before it); otherwise for
+    every parent. A diffuse parent's cells are
     loosely pinned, and the number of records in a pooled row of its child, a sum of its cells
     across the rows pooled, drifts slowly under moves of one of its rows at a time; this move
     shifts a block of records between two of the child's rows at once. An iteration in which
@@ -96,6 +97,17 @@ Moves
     (:mod:`pymc_rdp.distributions.augmentation_pairs`). A wide count crosses its posterior in
     one step where heat-bath updates random-walk it one record at a time; in the default for
     Dirichlet releases.
+``"diffuse_pair"``
+    Pair moves over the diffuse nodes: with adaptation and a heat-bath sweep to tally the
+    changes, from the tuning iteration that fixes them on (none before it, and none at all
+    where no node is diffuse: an iteration without a proposal records a NaN rate); otherwise
+    over every node. A diffuse node's records are loosely held by their Markov blanket, so a
+    group's split between two states is wide, and heat-bath sweeps random-walk it one record at
+    a time. On hailfinder (N = 10⁴) the slowest entries are Scenario's rows given Date, a
+    diffuse root whose only child, Scenario, holds its records (they change state in 0.7 % of
+    their updates, Date's in 77 %): pair moves of Date within each Scenario group redraw how
+    many of the group's records sit at each date. In the default for count releases, in place
+    of the third heat-bath sweep (``moves``).
 ``"soma"``
     θ | x conjugately, then ``N`` single-offer-multiple-attempts moves (Xiong & Ju 2025,
     :mod:`pymc_rdp.distributions.augmentation_soma`): a record ``z ~ p(x | θ)`` is offered in
@@ -294,14 +306,22 @@ class DataAugmentation(AugmentationStep):
     moves : sequence of str
         The moves of one iteration, in order, each one of :data:`MOVES` ("record", "site",
         "block", "row_block", "gibbs", "subtree", "child_row", "pooled_row", "ancillary",
-        "swap", "soma", "pair"; module notes). A move listed k times runs k times per
-        iteration, and its acceptance rate is the mean of its runs. The defaults:
+        "swap", "soma", "pair", "diffuse_pair"; module notes). A move listed k times runs k
+        times per iteration, and its acceptance rate is the mean of its runs. The defaults:
 
         * ``("record",)`` for an unknown N (the collapsed moves need a fixed N);
         * ``("gibbs", "pair", "subtree", "child_row")`` when every release is a
           Dirichlet-mechanism release;
-        * ``("gibbs", "gibbs", "gibbs", "subtree")`` otherwise; with adaptation, the sweeps
-          after an iteration's first visit only the diffuse nodes (module notes).
+        * ``("gibbs", "gibbs", "subtree", "diffuse_pair")`` otherwise; with adaptation, the
+          second sweep and the pair moves visit only the diffuse nodes (module notes). Until
+          2026-12-06 the third move was a third heat-bath sweep and there were no pair moves;
+          against it, side by side (2 × (100 + 1,000), release 11, ``benchmarks/bench_da.py``),
+          the minimum bulk ESS per second of sampling rose on hailfinder (282 and 260 in 109
+          and 110 s to 306 and 318 in 100 s), insurance (368 and 407 in 33 s to 448 and 390 in
+          31 s) and child (the median of four seeds 511 to 530 in about the same time), and was
+          a wash on alarm (medians of four seeds 352 and 310 to 308 and 300 on two releases) and
+          on Adult's one-minute runs compiled afresh (five of six ≥ 400 either way, the median
+          474 to 502, about 14 % more draws in the minute).
 
         They were chosen by the minimum bulk ESS per second over the CPT entries of rows holding
         >= 20 records, on Adult, alarm, child, insurance, sachs and asia; no schedule was the
@@ -702,8 +722,8 @@ class DataAugmentation(AugmentationStep):
 
         per_edge, edge_size, edge_cap = edge_settings(edges)
         # pooled child-row moves: the edges whose child's rows pool several of the parent's, as
-        # many proposals per edge as child-row moves make, for the parents the later heat-bath
-        # sweeps visit (``pool_on``: set when the diffuse nodes are, from the start without)
+        # many proposals per edge as child-row moves make, for the diffuse parents (``pool_on``:
+        # set when the diffuse nodes are, from the start where none are singled out)
         pooled = kt.pooling_edges(parents)
         per_pool, pool_size, pool_cap = edge_settings(pooled)
         trees = [(i,) for i in nodes]
@@ -717,16 +737,22 @@ class DataAugmentation(AugmentationStep):
         perm = np.arange(self.n_records, dtype=np.int64)  # soma: the subsets' shuffle
         # pair moves: windows of _PAIR_WINDOW block sizes each way, log k! up to N
         pair_width = np.array([max(1, round(_PAIR_WINDOW * m)) for m in sizes], dtype=np.int64)
-        log_fact = kp.log_factorials(self.n_records if "pair" in self.moves else 0)
+        pairing = {"pair", "diffuse_pair"} & set(self.moves)
+        log_fact = kp.log_factorials(self.n_records if pairing else 0)
         # heat-bath sweeps: an iteration's first visits every node; with adaptation, the later
         # ones visit the nodes found diffuse in the first tuning iterations (_DIFFUSE_SHARE)
         every_node = np.ones(len(self.nodes), dtype=np.bool_)
         repeat_nodes = every_node
         tally = np.zeros((len(self.nodes), 2), dtype=np.int64)
-        decide = min(_DIFFUSE_AFTER, tune) if adapt and self.moves.count("gibbs") > 1 else -1
+        # ... found where a move visits them: a later sweep, or pair moves after a sweep (the
+        # sweeps tally the changes); otherwise no node is singled out
+        uses_diffuse = self.moves.count("gibbs") > 1 or (
+            "gibbs" in self.moves and "diffuse_pair" in self.moves
+        )
+        decide = min(_DIFFUSE_AFTER, tune) if adapt and uses_diffuse else -1
 
         def pooled_on() -> list[int]:
-            """The pooled edges whose parent the later heat-bath sweeps visit."""
+            """The pooled edges whose parent is diffuse (every one where none is singled out)."""
             return [e for e, (p, _) in enumerate(pooled) if repeat_nodes[p]]
 
         pool_on = pooled_on() if decide < 0 else []
@@ -757,6 +783,11 @@ class DataAugmentation(AugmentationStep):
         ahead: list[tuple[Any, tuple]] = []
         if self.moves[0] not in {"record", "soma", "ancillary"}:  # these draw θ first
             ahead.append((k.draw_theta, (cell_n, self._alpha, net, theta, buf)))
+        if "diffuse_pair" in self.moves:  # first called once the diffuse nodes are known
+            ahead.append((kp.pair_sweep, (
+                x, net, obs, cell_n, row_n, pair_width, log_fact, key_limit, every_node,
+                _PAIR_MIN_GROUP,
+            )))  # fmt: skip
         if "subtree" in self.moves[1:]:
             ahead.insert(0, (kt.subtree_sweep, (
                 *trees[0], per_row[0], round(tree_size[0]), predictive, desc, n_desc,
@@ -774,7 +805,15 @@ class DataAugmentation(AugmentationStep):
                 )))  # fmt: skip
                 break
         # the later moves that call a kernel handed ahead (θ's draw in the first three)
-        calls_ahead = {"record", "soma", "ancillary", "subtree", "child_row", "pooled_row"}
+        calls_ahead = {
+            "record",
+            "soma",
+            "ancillary",
+            "subtree",
+            "child_row",
+            "pooled_row",
+            "diffuse_pair",
+        }
         with compile_ahead(ahead) as helper:
             for it in range(tune + draws):
                 if it == decide:
@@ -811,9 +850,17 @@ class DataAugmentation(AugmentationStep):
                     elif move == "pair":
                         a, p = kp.pair_sweep(
                             x, net, obs, cell_n, row_n, pair_width, log_fact, key_limit,
-                            _PAIR_MIN_GROUP,
+                            every_node, _PAIR_MIN_GROUP,
                         )  # fmt: skip
                         rates[move] = a / max(1, p)
+                    elif move == "diffuse_pair":
+                        rates[move] = math.nan  # before the diffuse nodes are known: no move
+                        if it >= decide and repeat_nodes.any():
+                            a, p = kp.pair_sweep(
+                                x, net, obs, cell_n, row_n, pair_width, log_fact, key_limit,
+                                repeat_nodes, _PAIR_MIN_GROUP,
+                            )  # fmt: skip
+                            rates[move] = a / max(1, p)
                     elif move == "subtree":
                         rates[move] = descend(
                             kt.subtree_sweep, trees, per_row, tree_size, size_cap, it, predictive

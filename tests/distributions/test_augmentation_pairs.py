@@ -106,7 +106,7 @@ def test_the_tables_follow_the_records_and_splits_change(mechanism, limit):
         for _ in range(20):
             a, p = pairs.pair_sweep(
                 x, da._net, da._obs, cell_n, row_n, widths, pairs.log_factorials(N), limit,
-                min_group,
+                np.ones(3, dtype=np.bool_), min_group,
             )  # fmt: skip
             changed += a
             proposed += p
@@ -135,9 +135,9 @@ def test_pair_moves_match_enumeration(exact, monkeypatch, mechanism, half_width)
     if half_width is not None:
         sweep = pairs.pair_sweep
 
-        def narrow(x, net, obs, cell_n, row_n, widths, log_fact, limit, min_group):
+        def narrow(x, net, obs, cell_n, row_n, widths, log_fact, limit, visit, min_group):
             widths = np.full_like(widths, half_width)
-            return sweep(x, net, obs, cell_n, row_n, widths, log_fact, limit, min_group)
+            return sweep(x, net, obs, cell_n, row_n, widths, log_fact, limit, visit, min_group)
 
         monkeypatch.setattr(pairs, "pair_sweep", narrow)
     da = DataAugmentation(

@@ -208,7 +208,8 @@ CASES = [
     ("dirichlet", ("gibbs",)),
     ("gaussian", ("gibbs", "row_block")),
     ("gaussian", ("subtree",)),
-    ("gaussian", ("gibbs", "gibbs", "gibbs", "subtree")),  # the default: a move run 3 times
+    ("gaussian", ("gibbs", "gibbs", "subtree", "diffuse_pair")),  # the default (count releases)
+    ("laplace", ("gibbs", "gibbs", "subtree", "diffuse_pair")),  # a move run twice
     ("laplace", ("subtree",)),
     ("dirichlet", ("subtree",)),
     ("dirichlet", ("gibbs", "subtree")),
@@ -469,6 +470,69 @@ def test_later_sweeps_visit_the_nodes_whose_records_moved_in_half_their_updates(
     assert all(active.all() for active, _ in calls)
 
 
+@pytest.mark.parametrize("mechanism", ["gaussian", "dirichlet"])
+def test_pair_moves_over_the_diffuse_nodes_match_enumeration(exact, mechanism, monkeypatch):
+    """The default schedule's shape (two heat-bath sweeps, subtree moves, then pair moves over
+    the diffuse nodes, here forced to node b alone): each pair move keeps the target, so pair
+    moves over any fixed set of nodes give the enumerated posterior."""
+    from pymc_rdp.distributions import data_augmentation as dam
+
+    monkeypatch.setattr(dam, "_diffuse_nodes", lambda tally: np.array([False, True, False]))
+    moves = ("gibbs", "gibbs", "subtree", "diffuse_pair")
+    da = DataAugmentation(STRUCTURE, STATES, RELEASES[mechanism](), N, moves=moves)
+    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=23)
+    assert 0.0 < float(idata["sample_stats"]["accept_diffuse_pair"].mean()) < 1.0
+    assert max_z(idata, exact[mechanism]) < 4.5
+
+
+@pytest.mark.parametrize("moves", [("gibbs", "gibbs", "diffuse_pair"), ("gibbs", "diffuse_pair")])
+def test_pair_moves_over_the_diffuse_nodes_visit_those_nodes_only(monkeypatch, moves):
+    """``"diffuse_pair"`` makes no move before the diffuse nodes are known (tuning iteration 20),
+    then visits them only, and leaves the other nodes' records as they were (after one heat-bath
+    sweep per iteration as after two); without adaptation it visits every node from the first
+    iteration; with no diffuse node it makes no move and records a NaN rate."""
+    from pymc_rdp.distributions import augmentation_pairs as kp
+    from pymc_rdp.distributions import compile_ahead as ahead
+
+    monkeypatch.setattr(ahead, "compile_ahead", lambda calls: ahead._NoHelper())
+    calls: list[tuple[np.ndarray, np.ndarray]] = []
+    sweep = kp.pair_sweep
+
+    def recording(x, net, obs, cell_n, row_n, widths, log_fact, limit, visit, min_group):
+        before = x.copy()
+        out = sweep(x, net, obs, cell_n, row_n, widths, log_fact, limit, visit, min_group)
+        calls.append((visit.copy(), (x != before).sum(axis=0)))
+        return out
+
+    monkeypatch.setattr(kp, "pair_sweep", recording)
+    # as in the heat-bath test above: b's records move freely, a's and c's hold theirs
+    c_table = np.array([[10.0, 0], [10, 0], [10, 0], [0, 0], [0, 0], [0, 0]])
+    releases = {
+        "a": (np.array([30.0, 0.0]), GaussianMechanism(0.5, math.sqrt(2))),
+        "b": (np.zeros((2, 3)), GaussianMechanism(1e6, math.sqrt(2))),
+        "c": (c_table, GaussianMechanism(3.0, math.sqrt(2))),
+    }
+    da = DataAugmentation(STRUCTURE, STATES, releases, 30, moves=moves)
+    _, stats, _ = da.run_chain(3, 25, seed=4)
+    assert len(calls) == 25 + 3 - 20  # from the iteration that fixes the diffuse nodes on
+    for visit, moved in calls:
+        np.testing.assert_array_equal(visit, [False, True, False])
+        assert moved[0] == moved[2] == 0
+    assert sum(moved[1] for _, moved in calls) > 0
+    assert np.isfinite(stats["accept_diffuse_pair"]).all()
+    calls.clear()
+    da.run_chain(3, 25, seed=4, records=np.zeros((30, 3), dtype=np.int64))  # no adaptation
+    assert len(calls) == 28
+    assert all(visit.all() for visit, _ in calls)
+    # every release pins its table: no node is diffuse, so no pair move is made
+    calls.clear()
+    releases["b"] = (np.array([[10.0, 10, 10], [0, 0, 0]]), GaussianMechanism(0.5, math.sqrt(2)))
+    da = DataAugmentation(STRUCTURE, STATES, releases, 30, moves=moves)
+    _, stats, _ = da.run_chain(3, 25, seed=4)
+    assert calls == []
+    assert np.isnan(stats["accept_diffuse_pair"]).all()
+
+
 def test_the_comparison_rejects_a_wrong_density(exact):
     """A sampler whose Gaussian density is too sharp (σ/2, i.e. an acceptance ratio raised to
     the 4th power) must fail the comparison that the correct one passes."""
@@ -723,14 +787,15 @@ def test_chains_in_threads_give_the_draws_of_chains_in_turn(moves):
 
 
 def test_default_moves_follow_the_releases():
-    """Additive noise: three Gibbs sweeps + subtree moves; Dirichlet releases: one Gibbs sweep,
+    """Additive noise: two Gibbs sweeps, subtree moves and pair moves over the diffuse nodes;
+    Dirichlet releases: one Gibbs sweep,
     pair moves, subtree moves and child-row moves; an unknown N: record moves (with birth/death
     moves)."""
     assert DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N).moves == (
         "gibbs",
         "gibbs",
-        "gibbs",
         "subtree",
+        "diffuse_pair",
     )
     assert DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), N).moves == (
         "gibbs",
