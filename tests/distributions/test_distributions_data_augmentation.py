@@ -430,6 +430,18 @@ def test_later_sweeps_over_some_nodes_match_enumeration(exact, mechanism, monkey
     assert max_z(idata, exact[mechanism]) < 4.5
 
 
+def _one_free_node_releases() -> dict:
+    """Releases of 30 records where b's table says nothing (σ = 10⁶), so its records move
+    freely, and a's and c's tables hold theirs (every record at a = 0, b's three states 10 each
+    under it, c = 0)."""
+    c_table = np.array([[10.0, 0], [10, 0], [10, 0], [0, 0], [0, 0], [0, 0]])
+    return {
+        "a": (np.array([30.0, 0.0]), GaussianMechanism(0.5, math.sqrt(2))),
+        "b": (np.zeros((2, 3)), GaussianMechanism(1e6, math.sqrt(2))),
+        "c": (c_table, GaussianMechanism(3.0, math.sqrt(2))),
+    }
+
+
 def test_later_sweeps_visit_the_nodes_whose_records_moved_in_half_their_updates(monkeypatch):
     """With adaptation, an iteration's first heat-bath sweep visits every node and the later ones
     the nodes whose records changed state in at least half of their updates over the first 20
@@ -447,13 +459,7 @@ def test_later_sweeps_visit_the_nodes_whose_records_moved_in_half_their_updates(
         return out
 
     monkeypatch.setattr(kg, "gibbs_sweep", recording)
-    # b's release says nothing (σ = 10⁶): its records move freely; a's and c's hold theirs
-    c_table = np.array([[10.0, 0], [10, 0], [10, 0], [0, 0], [0, 0], [0, 0]])
-    releases = {
-        "a": (np.array([30.0, 0.0]), GaussianMechanism(0.5, math.sqrt(2))),
-        "b": (np.zeros((2, 3)), GaussianMechanism(1e6, math.sqrt(2))),
-        "c": (c_table, GaussianMechanism(3.0, math.sqrt(2))),
-    }
+    releases = _one_free_node_releases()
     da = DataAugmentation(STRUCTURE, STATES, releases, 30, moves=("gibbs", "gibbs", "gibbs"))
     da.run_chain(3, 25, seed=4)
     assert len(calls) == 3 * 28
@@ -505,13 +511,7 @@ def test_pair_moves_over_the_diffuse_nodes_visit_those_nodes_only(monkeypatch, m
         return out
 
     monkeypatch.setattr(kp, "pair_sweep", recording)
-    # as in the heat-bath test above: b's records move freely, a's and c's hold theirs
-    c_table = np.array([[10.0, 0], [10, 0], [10, 0], [0, 0], [0, 0], [0, 0]])
-    releases = {
-        "a": (np.array([30.0, 0.0]), GaussianMechanism(0.5, math.sqrt(2))),
-        "b": (np.zeros((2, 3)), GaussianMechanism(1e6, math.sqrt(2))),
-        "c": (c_table, GaussianMechanism(3.0, math.sqrt(2))),
-    }
+    releases = _one_free_node_releases()
     da = DataAugmentation(STRUCTURE, STATES, releases, 30, moves=moves)
     _, stats, _ = da.run_chain(3, 25, seed=4)
     assert len(calls) == 25 + 3 - 20  # from the iteration that fixes the diffuse nodes on
