@@ -847,18 +847,14 @@ class DataAugmentation(AugmentationStep):
                             repeat_nodes if later else every_node, tally, one_by_one,
                         )  # fmt: skip
                         rates[move] = a / max(1, p)
-                    elif move == "pair":
-                        a, p = kp.pair_sweep(
-                            x, net, obs, cell_n, row_n, pair_width, log_fact, key_limit,
-                            every_node, _PAIR_MIN_GROUP,
-                        )  # fmt: skip
-                        rates[move] = a / max(1, p)
-                    elif move == "diffuse_pair":
-                        rates[move] = math.nan  # before the diffuse nodes are known: no move
-                        if it >= decide and repeat_nodes.any():
+                    elif move in ("pair", "diffuse_pair"):
+                        # "diffuse_pair": none before the diffuse nodes are known (NaN rate)
+                        visit = every_node if move == "pair" else repeat_nodes
+                        rates[move] = math.nan
+                        if move == "pair" or (it >= decide and visit.any()):
                             a, p = kp.pair_sweep(
                                 x, net, obs, cell_n, row_n, pair_width, log_fact, key_limit,
-                                repeat_nodes, _PAIR_MIN_GROUP,
+                                visit, _PAIR_MIN_GROUP,
                             )  # fmt: skip
                             rates[move] = a / max(1, p)
                     elif move == "subtree":
