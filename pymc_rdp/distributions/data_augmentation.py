@@ -313,15 +313,9 @@ class DataAugmentation(AugmentationStep):
         * ``("gibbs", "pair", "subtree", "child_row")`` when every release is a
           Dirichlet-mechanism release;
         * ``("gibbs", "gibbs", "subtree", "diffuse_pair")`` otherwise; with adaptation, the
-          second sweep and the pair moves visit only the diffuse nodes (module notes). Until
-          2026-12-06 the third move was a third heat-bath sweep and there were no pair moves;
-          against it, side by side (2 × (100 + 1,000), release 11, ``benchmarks/bench_da.py``),
-          the minimum bulk ESS per second of sampling rose on hailfinder (282 and 260 in 109
-          and 110 s to 306 and 318 in 100 s), insurance (368 and 407 in 33 s to 448 and 390 in
-          31 s) and child (the median of four seeds 511 to 530 in about the same time), and was
-          a wash on alarm (medians of four seeds 352 and 310 to 308 and 300 on two releases) and
-          on Adult's one-minute runs compiled afresh (five of six ≥ 400 either way, the median
-          474 to 502, about 14 % more draws in the minute).
+          second sweep and the pair moves visit only the diffuse nodes (module notes). The pair
+          moves replaced a third heat-bath sweep; the two are compared in
+          ``docs/performance.md`` ("Pair moves over the diffuse nodes").
 
         They were chosen by the minimum bulk ESS per second over the CPT entries of rows holding
         >= 20 records, on Adult, alarm, child, insurance, sachs and asia; no schedule was the
