@@ -62,6 +62,7 @@ import math
 
 import numpy as np
 from numba import njit
+from scipy.special import gammaln
 
 from pymc_rdp.distributions._augmentation_kernels import (
     _cell_value,
@@ -75,7 +76,8 @@ __all__ = ["log_factorials", "pair_sweep"]
 
 
 def log_factorials(n: int) -> np.ndarray:
-    """``log k! = lgamma(k + 1)`` for ``k = 0..n`` (float64), the pair moves' table.
+    """``log k! = log Γ(k + 1)`` for ``k = 0..n`` (float64, :func:`scipy.special.gammaln`), the
+    pair moves' table.
 
     Raises
     ------
@@ -88,7 +90,7 @@ def log_factorials(n: int) -> np.ndarray:
         raise TypeError(f"n must be an integer, got {n!r}")
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
-    return np.array([math.lgamma(k + 1.0) for k in range(int(n) + 1)], dtype=np.float64)
+    return gammaln(np.arange(1, int(n) + 2, dtype=np.float64))
 
 
 @per_record

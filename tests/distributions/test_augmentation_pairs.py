@@ -156,6 +156,10 @@ def test_log_factorials_against_math_and_bad_input():
     np.testing.assert_allclose(
         table, [math.log(math.factorial(k)) for k in range(13)], rtol=1e-14, atol=1e-14
     )
+    big = pairs.log_factorials(40_000)  # a table as long as Adult's records
+    np.testing.assert_allclose(
+        big[::997], [math.lgamma(k + 1.0) for k in range(0, 40_001, 997)], rtol=1e-13
+    )
     assert pairs.log_factorials(np.int64(0)).tolist() == [0.0]
     with pytest.raises(ValueError, match="n must be >= 0"):
         pairs.log_factorials(-1)
