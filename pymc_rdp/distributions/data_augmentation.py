@@ -203,14 +203,11 @@ _ROW_BUDGET = 1000
 #: row's later proposals added less than they cost (``docs/performance.md``, "A row's subtree
 #: proposals capped at 15")
 _ROW_CAP = 15
-#: ... unless the node has more than this many states: then one proposal per ordered pair of
-#: states, ``K (K − 1)``, since a proposal picks an ordered pair. The rows of hailfinder's
-#: 11-state ScnRelPlFcst, which copies Scenario, hold off-diagonal counts that the release leaves
-#: wide, and only proposals that pair the diagonal with one of them move the CPT's diagonal
-#: entry; at two proposals per state its minimum ESS per second was the network's lowest by
-#: far (``docs/performance.md``, "One subtree proposal per ordered pair of states"). No node of
-#: asia, sachs, child, insurance or alarm has more than seven states.
-_MANY_STATES = 7
+#: ... unless the node has more states than half the cap: then two proposals per state, up to
+#: :data:`_ROW_CAP_MAX` (a proposal picks an ordered pair of states; hailfinder's 11-state
+#: Scenario and ScnRelPlFcst mixed slower at 15)
+_ROW_CAP_PER_STATE = 2
+_ROW_CAP_MAX = 30
 #: ... and for count releases no fewer than this many per row: a node whose table has more cells
 #: than the budget (Adult's occupation, 320 rows × 15 states) made one proposal per state and
 #: row before, 4.8 times the budget; at the floor, an Adult iteration was 12 % shorter and the
@@ -336,8 +333,7 @@ class DataAugmentation(AugmentationStep):
     row_moves : int or dict, optional
         Row-block proposals per non-empty row of a node per iteration (default
         ``max(F, min(C, ceil(B / rows)))``, ``rows`` the node's parent configurations, ``B`` =
-        1000, ``F`` = 2 and the cap ``C`` = 15, or ``K (K − 1)`` (one per ordered pair of
-        states) for a node with more than seven states ``K``;
+        1000, ``F`` = 2 and the cap ``C = min(30, max(15, 2 K))``, ``K`` the node's states;
         when every release is a Dirichlet-mechanism release, whose default blocks hold hundreds
         of records, ``max(K, ceil(20 / rows))``); subtree moves make as many, each redrawing
         only the descendants whose parents changed (when each redrew them all, a node with more
@@ -455,8 +451,7 @@ class DataAugmentation(AugmentationStep):
             share = math.ceil(budget / len(self.configs[v]))
             if dirichlet:  # the budget is under the cap
                 return max(self.cards[v], share)
-            k = self.cards[v]
-            cap = k * (k - 1) if k > _MANY_STATES else _ROW_CAP
+            cap = min(_ROW_CAP_MAX, max(_ROW_CAP, _ROW_CAP_PER_STATE * self.cards[v]))
             return max(_ROW_FLOOR, min(cap, share))
 
         self.row_moves = per_node_setting(row_moves, "row_moves", per_row_default, nodes)

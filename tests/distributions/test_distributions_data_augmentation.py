@@ -836,10 +836,10 @@ def test_block_sizes_adapt_up_to_the_block_size_for_count_releases(monkeypatch, 
 
 
 def test_default_row_moves_cap_a_node_with_few_rows():
-    """max(2, min(C, ceil(B / rows))) per non-empty row, B = 1000, C = 15, or K (K - 1) for
-    more than seven states K, for additive noise (a root would make 1000 proposals without the
-    cap; a wide table keeps to the budget, not one proposal per state); max(K, ceil(20 / rows))
-    for Dirichlet releases, whose budget is under the cap; stored in the attrs."""
+    """max(2, min(C, ceil(B / rows))) per non-empty row, B = 1000, C = min(30, max(15, 2 K)),
+    for additive noise (a root would make 1000 proposals without the cap; a wide table keeps to
+    the budget, not one proposal per state); max(K, ceil(20 / rows)) for Dirichlet releases,
+    whose budget is under the cap; stored in the attrs."""
     da = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N)
     assert da.row_moves == {"a": 15, "b": 15, "c": 15}  # rows 1, 2, 6: 1000, 500, 167 uncapped
     wide = {
@@ -857,20 +857,13 @@ def test_default_row_moves_cap_a_node_with_few_rows():
     # rows 1, 1, 36, 72, 216 and 1512: c capped (ceil(1000 / 36) = 28), d takes 14, e
     # ceil(1000 / 216) = 5 < K = 7, f the floor 2
     assert da.row_moves == {"a": 15, "b": 15, "c": 15, "d": 14, "e": 5, "f": 2}
-    # a node with more than 7 states: one proposal per ordered pair of states, within the budget
-    many = {"a": [], "b": [], "c": ["b"], "d": ["c"]}
-    many_states = {"a": list(range(8)), "b": list(range(40)), "c": list(range(11)), "d": [0, 1]}
-    many_shapes = {"a": (8,), "b": (40,), "c": (40, 11), "d": (11, 2)}
+    # a node with more than 7 states: two proposals per state, at most 30
+    many = {"a": [], "b": [], "c": ["b"]}
+    many_states = {"a": list(range(12)), "b": list(range(20)), "c": [0, 1]}
+    many_shapes = {"a": (12,), "b": (20,), "c": (20, 2)}
     releases = {v: (np.zeros(shape), g) for v, shape in many_shapes.items()}
     da = DataAugmentation(many, many_states, releases, N)
-    # a: 8 · 7; b: 40 · 39 > the budget, 1000 on its one row; c: 110 > ceil(1000 / 40) = 25;
-    # d: two states, capped at 15 (ceil(1000 / 11) = 91)
-    assert da.row_moves == {"a": 56, "b": 1000, "c": 25, "d": 15}
-    releases["a"] = (np.zeros(7), g)  # seven states: the cap of 15
-    assert (
-        DataAugmentation(many, {**many_states, "a": list(range(7))}, releases, N).row_moves["a"]
-        == 15
-    )
+    assert da.row_moves == {"a": 24, "b": 30, "c": 15}  # c: 20 rows, ceil(1000 / 20) = 50
     dirichlet = DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), N)
     assert dirichlet.row_moves == {"a": 20, "b": 10, "c": 4}  # ceil(20 / rows), at least K
     idata = DataAugmentation(STRUCTURE, STATES, _gaussian_releases(), N).sample(
