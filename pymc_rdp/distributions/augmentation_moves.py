@@ -30,6 +30,29 @@ Each row's update is a Metropolis–Hastings kernel that leaves the target invar
 rows is their composition (Tierney 1994, "Markov chains for exploring posterior
 distributions").
 
+State pairs weighted by their counts
+------------------------------------
+The uniform source state visits every pair of states about equally often. In a row where one
+cell holds most records (a node that copies its parent, whose diagonal cell holds most of each
+row, or a mostly-zero share), only the pairs that involve that cell change its count, and they
+are about ``2 / K`` of the proposals. :func:`weighted_row_proposal` draws the unordered pair
+``{a, b}`` with probability proportional to ``n_a + n_b`` instead: a record of the row
+uniformly (its state ``a``), then ``b`` uniformly among the other ``K − 1`` states, which gives
+
+.. math:: P(\\{a, b\\}) = \\frac{n_a + n_b}{(K - 1)\\, n_c}.
+
+A move between ``a`` and ``b`` keeps ``n_a + n_b`` and the row's total ``n_c``, so the reverse
+move draws the same pair with the same probability and the pair's factor cancels from the
+Hastings ratio. The direction is then ``a → b`` when cell ``b`` is empty, and otherwise either
+way with probability 1/2; with ``m``, ``S`` and the reverse move as above, the ratio is
+
+.. math:: \\frac{q(\\text{reverse})}{q(\\text{forward})} = \\frac{d'\\, \\min(M, n_1)\\,
+          \\binom{n_1}{m}}{d\\, \\min(M, n_2 + m)\\, \\binom{n_2 + m}{m}},
+
+``d`` the forward direction's probability (1 or 1/2) and ``d'`` the reverse one's (1 when the
+move empties the source cell, else 1/2). The pairs that involve a large cell are then proposed
+in proportion to its share of the row.
+
 The heat-bath updates of single attributes are in
 :mod:`pymc_rdp.distributions.augmentation_gibbs`.
 """
@@ -52,7 +75,7 @@ from pymc_rdp.distributions._augmentation_kernels import (
     per_record,
 )
 
-__all__ = ["row_block_sweep", "row_proposal"]
+__all__ = ["row_block_sweep", "row_proposal", "weighted_row_proposal"]
 
 
 @njit(cache=True, nogil=True)
@@ -129,6 +152,42 @@ def row_proposal(size, first, kv, nonempty, max_m):
     log_sel = _log_choose(n1, m) - _log_choose(n2 + m, m)
     log_sel += math.log(top) - math.log(min(max_m, n2 + m))
     log_sel += math.log(nonempty) - math.log(after)
+    return l1, l2, m, after, log_sel
+
+
+@per_record
+def weighted_row_proposal(size, first, kv, nonempty, max_m):
+    """The selection of a row-block move with the pair of states drawn in proportion to its
+    records (module notes, "State pairs weighted by their counts"), in the row whose cells
+    start at local cell ``first``. Returns what :func:`row_proposal` returns."""
+    n_c = 0
+    for k in range(kv):
+        n_c += size[first + k]
+    pick = np.random.randint(0, n_c)  # a record of the row: its state is a
+    ka = 0
+    for k in range(kv):
+        if pick < size[first + k]:
+            ka = k
+            break
+        pick -= size[first + k]
+    kb = _other_state(ka, kv)
+    log_sel = 0.0
+    if size[first + kb] == 0:  # towards the empty cell: the only direction that moves records
+        k1, k2 = ka, kb
+    else:
+        log_sel += math.log(2.0)  # either direction, with probability 1/2
+        k1, k2 = (ka, kb) if np.random.random() < 0.5 else (kb, ka)
+    l1 = first + k1
+    l2 = first + k2
+    n1 = size[l1]
+    n2 = size[l2]
+    top = min(max_m, n1)
+    m = 1 + np.random.randint(0, top)
+    after = nonempty - (1 if m == n1 else 0) + (1 if n2 == 0 else 0)
+    log_sel += _log_choose(n1, m) - _log_choose(n2 + m, m)
+    log_sel += math.log(top) - math.log(min(max_m, n2 + m))
+    if m < n1:  # the reverse move's direction is a coin's too
+        log_sel -= math.log(2.0)
     return l1, l2, m, after, log_sel
 
 

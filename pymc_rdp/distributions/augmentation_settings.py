@@ -37,6 +37,7 @@ __all__ = [
     "check_moves",
     "check_states",
     "default_block_size",
+    "per_node_flag",
     "per_node_setting",
 ]
 
@@ -144,6 +145,35 @@ def per_node_setting(
         if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
             raise ValueError(f"{name} must be an integer >= 1 (node {v!r}), got {m!r}")
     return {v: int(m) for v, m in out.items()}
+
+
+def per_node_flag(
+    value: Any, name: str, default: Callable[[str], bool], nodes: Sequence[str]
+) -> dict[str, bool]:
+    """``node -> bool`` from one bool, a dict over some nodes (the others take
+    ``default(node)``) or None (all take the default).
+
+    Raises
+    ------
+    ValueError
+        A dict key that is not a node.
+    TypeError
+        A value that is not a bool (``name`` named).
+    """
+    if value is None:
+        return {v: bool(default(v)) for v in nodes}
+    if isinstance(value, Mapping):
+        unknown = [v for v in value if v not in set(nodes)]
+        if unknown:
+            raise ValueError(f"{name}: {unknown} are not nodes")
+        out = {v: bool(default(v)) for v in nodes}
+        out.update(value)
+    else:
+        out = dict.fromkeys(nodes, value)
+    for v, flag in out.items():
+        if not isinstance(flag, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False (node {v!r}), got {flag!r}")
+    return {v: bool(flag) for v, flag in out.items()}
 
 
 def birth_death_setting(

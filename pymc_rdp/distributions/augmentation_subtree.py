@@ -98,7 +98,12 @@ from pymc_rdp.distributions._augmentation_kernels import (
     _swap,
     per_record,
 )
-from pymc_rdp.distributions.augmentation_moves import _buckets, _relocate, row_proposal
+from pymc_rdp.distributions.augmentation_moves import (
+    _buckets,
+    _relocate,
+    row_proposal,
+    weighted_row_proposal,
+)
 
 __all__ = [
     "child_row_edges",
@@ -343,11 +348,13 @@ def _child_places(dset, n_d, where, n_ch, ch):
 @njit(cache=True, nogil=True)
 def _scan_rows(
     order, pos, start, size, n_rows, kv, per_row, max_m, dset, n_d, prior,
-    x, net, obs, cell_n, row_n,
+    x, net, obs, cell_n, row_n, weighted=False,
 ):  # fmt: skip
     """``per_row`` subtree proposals in every non-empty row of buckets ``kv`` cells wide (the
     records of bucket ``l`` at ``order[start[l]:start[l] + size[l]]``), moving ``dset[0]``
-    to the state of the target cell. Returns (accepted, proposed)."""
+    to the state of the target cell; the pair of states drawn uniformly (the source among the
+    non-empty cells) or, if ``weighted``, in proportion to its records. Returns (accepted,
+    proposed)."""
     card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     alpha, logs, num_of, den_of = prior
@@ -374,7 +381,12 @@ def _scan_rows(
             continue
         for _ in range(per_row):
             proposed += 1
-            l1, l2, m, after, log_ratio = row_proposal(size, first, kv, nonempty, max_m)
+            if weighted:
+                l1, l2, m, after, log_ratio = weighted_row_proposal(
+                    size, first, kv, nonempty, max_m
+                )
+            else:
+                l1, l2, m, after, log_ratio = row_proposal(size, first, kv, nonempty, max_m)
             n1 = size[l1]
             s0 = start[l1]
             for t in range(m):  # an ordered uniform m-tuple of the cell's records
@@ -395,11 +407,13 @@ def _scan_rows(
 
 
 @njit(cache=True, nogil=True)
-def subtree_sweep(v, per_row, max_m, prior, desc, n_desc, x, net, obs, cell_n, row_n):
+def subtree_sweep(v, weighted, per_row, max_m, prior, desc, n_desc, x, net, obs, cell_n, row_n):
     """Collapsed row-block moves of node ``v`` with its descendants redrawn (module notes),
-    ``per_row`` proposals in every non-empty row. ``prior`` is ``(alpha, logs, num_of, den_of)``:
-    the Dirichlet prior's α per node and :func:`predictive_logs`. Returns (accepted,
-    proposed)."""
+    ``per_row`` proposals in every non-empty row, each pair of states drawn uniformly or, if
+    ``weighted``, in proportion to its records
+    (:func:`~pymc_rdp.distributions.augmentation_moves.weighted_row_proposal`). ``prior`` is
+    ``(alpha, logs, num_of, den_of)``: the Dirichlet prior's α per node and
+    :func:`predictive_logs`. Returns (accepted, proposed)."""
     card, n_par, par, stride, cell_off, _row_off, _n_ch, _ch = net
     kv = card[v]
     if kv < 2 or x.shape[0] == 0 or per_row < 1:
@@ -408,7 +422,7 @@ def subtree_sweep(v, per_row, max_m, prior, desc, n_desc, x, net, obs, cell_n, r
     return _scan_rows(
         *_buckets(v, x, card, n_par, par, stride, cell_off, cell_n),
         (cell_off[v + 1] - cell_off[v]) // kv, kv, per_row, max_m, dset, n_d, prior,
-        x, net, obs, cell_n, row_n,
+        x, net, obs, cell_n, row_n, weighted,
     )  # fmt: skip
 
 
@@ -503,5 +517,5 @@ def child_row_sweep(p, w, per_row, max_m, prior, desc, n_desc, x, net, obs, cell
     dset, n_d = _subtree_set(p, desc, n_desc)
     return _scan_rows(
         order, pos, start, size, n_super, kp, per_row, max_m, dset, n_d, prior,
-        x, net, obs, cell_n, row_n,
+        x, net, obs, cell_n, row_n, False,
     )  # fmt: skip

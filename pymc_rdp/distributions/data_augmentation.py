@@ -176,6 +176,7 @@ from pymc_rdp.distributions.augmentation_settings import (
     check_moves,
     check_states,
     default_block_size,
+    per_node_flag,
     per_node_setting,
 )
 from pymc_rdp.distributions.augmentation_soma import DEFAULT_ATTEMPTS
@@ -208,6 +209,12 @@ _ROW_CAP = 15
 #: Scenario and ScnRelPlFcst mixed slower at 15)
 _ROW_CAP_PER_STATE = 2
 _ROW_CAP_MAX = 30
+#: count releases: the subtree moves of nodes with more states than this draw their pair of
+#: states in proportion to its records (hailfinder's ScnRelPlFcst, whose rows keep most records
+#: on the diagonal, was its slowest node with the pairs drawn uniformly; ``docs/performance.md``,
+#: "State pairs weighted by their counts"). No node of asia, sachs, child, insurance or alarm has
+#: more than seven states.
+_WEIGHTED_PAIRS_ABOVE = 7
 #: ... and for count releases no fewer than this many per row: a node whose table has more cells
 #: than the budget (Adult's occupation, 320 rows × 15 states) made one proposal per state and
 #: row before, 4.8 times the budget; at the floor, an Adult iteration was 12 % shorter and the
@@ -339,6 +346,15 @@ class DataAugmentation(AugmentationStep):
         only the descendants whose parents changed (when each redrew them all, a node with more
         than five descendants made proportionally fewer). The cap is measured in
         ``docs/performance.md`` ("A row's subtree proposals capped at 15").
+    weighted_pairs : bool or dict, optional
+        Per node, whether a subtree proposal draws its pair of states in proportion to the
+        records in the two cells
+        (:func:`~pymc_rdp.distributions.augmentation_moves.weighted_row_proposal`) rather than
+        its source uniformly among the non-empty cells. Default: for count releases, the nodes
+        with more than seven states (hailfinder's ScnRelPlFcst, whose rows keep most records on
+        the diagonal; Adult's age, education and occupation), measured in
+        ``docs/performance.md`` ("State pairs weighted by their counts"); none when every
+        release is a Dirichlet-mechanism release.
     accountant : Accountant, optional
         Stored (as JSON) with the results; never charged (sampling is post-processing).
     birth_death_moves : int, optional
@@ -369,6 +385,7 @@ class DataAugmentation(AugmentationStep):
         block_size: int | Mapping[str, int] | None = None,
         block_moves: int | Mapping[str, int] | None = None,
         row_moves: int | Mapping[str, int] | None = None,
+        weighted_pairs: bool | Mapping[str, bool] | None = None,
         accountant: Any = None,
         n_prior: Any = None,
         birth_death_moves: int | None = None,
@@ -455,6 +472,12 @@ class DataAugmentation(AugmentationStep):
             return max(_ROW_FLOOR, min(cap, share))
 
         self.row_moves = per_node_setting(row_moves, "row_moves", per_row_default, nodes)
+        self.weighted_pairs = per_node_flag(
+            weighted_pairs,
+            "weighted_pairs",
+            lambda v: not dirichlet and self.cards[v] > _WEIGHTED_PAIRS_ABOVE,
+            nodes,
+        )
         self.birth_death_moves = birth_death_setting(
             birth_death_moves,
             self.observations.values(),
@@ -720,7 +743,7 @@ class DataAugmentation(AugmentationStep):
         # set when the diffuse nodes are, from the start where none are singled out)
         pooled = kt.pooling_edges(parents)
         per_pool, pool_size, pool_cap = edge_settings(pooled)
-        trees = [(i,) for i in nodes]
+        trees = [(i, self.weighted_pairs[v]) for i, v in enumerate(self.nodes)]
         # ancillary moves: θ and the records' uniforms live only within the move
         anc_size = [float(m) for m in sizes]
         anc_per_row = [int(net[0][i]) for i in nodes]
@@ -1024,6 +1047,7 @@ class DataAugmentation(AugmentationStep):
         idata.attrs["sampler"] = "data_augmentation"
         idata.attrs["moves"] = ",".join(self.moves)
         idata.attrs["row_moves"] = json.dumps(self.row_moves)
+        idata.attrs["weighted_pairs"] = json.dumps(self.weighted_pairs)
         idata.attrs["sampling_time"] = float(elapsed)
         if time_limit is not None:
             idata.attrs["time_limit"] = time_limit

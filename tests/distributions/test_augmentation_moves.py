@@ -1,0 +1,122 @@
+"""Row-block selections: the pair of states drawn in proportion to its records, with the
+Hastings ratio of the selection, against frequencies and against the enumerated posterior."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+
+import numpy as np
+import pytest
+from test_distributions_data_augmentation import (
+    RELEASES,
+    STATES,
+    STRUCTURE,
+    N,
+    exact_moments,
+    max_z,
+)
+
+from pymc_rdp.distributions import _augmentation_kernels as kernels
+from pymc_rdp.distributions.augmentation_moves import weighted_row_proposal
+from pymc_rdp.distributions.data_augmentation import DataAugmentation
+from pymc_rdp.privacy.mechanisms import GaussianMechanism
+
+
+def _log_selection(size, k1, k2, m, max_m):
+    """log q(reverse) − log q(forward) of the weighted selection, from the module's formula:
+    the pair's probability cancels, the direction's is 1 towards an empty cell and 1/2
+    otherwise, both ways."""
+    n1, n2 = int(size[k1]), int(size[k2])
+    d_forward = 1.0 if n2 == 0 else 0.5
+    d_reverse = 1.0 if m == n1 else 0.5
+    return (
+        math.log(d_reverse / d_forward)
+        + math.log(min(max_m, n1) / min(max_m, n2 + m))
+        + math.log(math.comb(n1, m) / math.comb(n2 + m, m))
+    )
+
+
+@pytest.mark.parametrize("sizes", [[50, 3, 0, 7], [0, 12, 0, 0, 1], [4, 4, 4]])
+def test_pairs_are_drawn_in_proportion_to_their_records(sizes):
+    """Each unordered pair {a, b} with frequency (n_a + n_b) / ((K − 1) n_c), the direction
+    forced towards an empty cell and a coin otherwise, m uniform in 1..min(M, n₁), and the
+    returned log ratio equal to the formula's."""
+    size = np.array([0, *sizes, 0], dtype=np.int64)  # the row's cells start at local cell 1
+    kv, first, max_m = len(sizes), 1, 5
+    nonempty = int(np.count_nonzero(sizes))
+    n_c = sum(sizes)
+    kernels.seed(3)
+    draws = 40_000
+    pairs: Counter = Counter()
+    directed: Counter = Counter()
+    for _ in range(draws):
+        l1, l2, m, after, log_sel = weighted_row_proposal(size, first, kv, nonempty, max_m)
+        k1, k2 = l1 - first, l2 - first
+        assert k1 != k2 and sizes[k1] > 0
+        assert 1 <= m <= min(max_m, sizes[k1])
+        assert after == nonempty - (m == sizes[k1]) + (sizes[k2] == 0)
+        assert log_sel == pytest.approx(_log_selection(sizes, k1, k2, m, max_m), abs=1e-12)
+        pairs[frozenset((k1, k2))] += 1
+        directed[k1, k2] += 1
+    for a in range(kv):
+        for b in range(a + 1, kv):
+            p = (sizes[a] + sizes[b]) / ((kv - 1) * n_c)
+            got = pairs[frozenset((a, b))]
+            assert abs(got - draws * p) <= 5 * math.sqrt(draws * p * (1 - p)) + 1
+            if p and sizes[a] and sizes[b]:  # both non-empty: either way, half the time
+                assert abs(directed[a, b] - got / 2) <= 5 * math.sqrt(got / 4) + 1
+            elif p:  # towards the empty cell only
+                assert directed[(a, b) if sizes[b] else (b, a)] == 0
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "moves"),
+    [
+        ("gaussian", ("subtree",)),
+        ("laplace", ("subtree",)),
+        ("dirichlet", ("subtree",)),
+        ("gaussian", ("gibbs", "gibbs", "subtree", "diffuse_pair")),  # the count releases'
+    ],  # default moves
+)
+def test_weighted_pairs_match_enumeration(mechanism, moves):
+    """Subtree moves with every node's pairs weighted by their records (N = 5 records over
+    two and three states: empty cells, forced directions and emptied sources are frequent)."""
+    releases = RELEASES[mechanism]()
+    da = DataAugmentation(
+        STRUCTURE, STATES, releases, N, moves=moves, block_size=3, row_moves=2,
+        weighted_pairs=True,
+    )  # fmt: skip
+    assert set(da.weighted_pairs.values()) == {True}
+    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=13)
+    assert float(idata["sample_stats"]["accept_subtree"].mean()) > 0.05
+    assert max_z(idata, exact_moments(STRUCTURE, STATES, releases, N)) < 4.5
+
+
+def test_default_weighted_pairs_and_bad_settings():
+    """By default the nodes with more than seven states weigh their pairs, for count releases;
+    none for Dirichlet releases; stored in the attrs. A dict key that is not a node is a
+    ValueError and a value that is not a bool a TypeError, both naming the setting."""
+    g = GaussianMechanism(1.2, math.sqrt(2))
+    many = {"a": [], "b": [], "c": ["b"]}
+    many_states = {"a": list(range(8)), "b": list(range(7)), "c": list(range(20))}
+    shapes = {"a": (8,), "b": (7,), "c": (7, 20)}
+    releases = {v: (np.zeros(shape), g) for v, shape in shapes.items()}
+    da = DataAugmentation(many, many_states, releases, N)
+    assert da.weighted_pairs == {"a": True, "b": False, "c": True}
+    da = DataAugmentation(many, many_states, releases, N, weighted_pairs={"a": False})
+    assert da.weighted_pairs == {"a": False, "b": False, "c": True}
+    assert DataAugmentation(many, many_states, releases, N, weighted_pairs=True).weighted_pairs == (
+        dict.fromkeys(many, True)
+    )
+    dirichlet = DataAugmentation(STRUCTURE, STATES, RELEASES["dirichlet"](), N)
+    assert dirichlet.weighted_pairs == dict.fromkeys(STRUCTURE, False)
+    idata = DataAugmentation(
+        STRUCTURE, STATES, RELEASES["gaussian"](), N, weighted_pairs={"b": True}
+    ).sample(draws=2, tune=0, chains=1, random_seed=0)
+    assert json.loads(idata.attrs["weighted_pairs"]) == {"a": False, "b": True, "c": False}
+    with pytest.raises(ValueError, match=r"weighted_pairs: \['zz'\] are not nodes"):
+        DataAugmentation(many, many_states, releases, N, weighted_pairs={"zz": True})
+    with pytest.raises(TypeError, match="weighted_pairs must be True or False"):
+        DataAugmentation(many, many_states, releases, N, weighted_pairs=1)
