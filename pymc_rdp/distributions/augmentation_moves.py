@@ -127,6 +127,24 @@ def _relocate(order, pos, start, size, p, l1, l2):
 
 
 @per_record
+def _block_of_pair(size, first, k1, k2, nonempty, max_m, log_sel):
+    """The rest of a selection once its source state ``k1`` and target ``k2`` are drawn:
+    ``m`` uniformly in ``1..min(max_m, n₁)``, and ``log_sel`` plus the log Hastings ratio of
+    ``m`` and of the records' choice (module notes). Returns (l1, l2, m, non-empty cells after
+    the move, log_sel)."""
+    l1 = first + k1
+    l2 = first + k2
+    n1 = size[l1]
+    n2 = size[l2]
+    top = min(max_m, n1)
+    m = 1 + np.random.randint(0, top)
+    after = nonempty - (1 if m == n1 else 0) + (1 if n2 == 0 else 0)
+    log_sel += _log_choose(n1, m) - _log_choose(n2 + m, m)
+    log_sel += math.log(top) - math.log(min(max_m, n2 + m))
+    return l1, l2, m, after, log_sel
+
+
+@per_record
 def row_proposal(size, first, kv, nonempty, max_m):
     """The selection of a row-block move in the row whose cells start at local cell ``first``
     (module notes): the source cell ``l1`` uniformly among the row's ``nonempty`` non-empty
@@ -142,15 +160,7 @@ def row_proposal(size, first, kv, nonempty, max_m):
                 break
             pick -= 1
     k2 = _other_state(k1, kv)
-    l1 = first + k1
-    l2 = first + k2
-    n1 = size[l1]
-    n2 = size[l2]
-    top = min(max_m, n1)
-    m = 1 + np.random.randint(0, top)
-    after = nonempty - (1 if m == n1 else 0) + (1 if n2 == 0 else 0)
-    log_sel = _log_choose(n1, m) - _log_choose(n2 + m, m)
-    log_sel += math.log(top) - math.log(min(max_m, n2 + m))
+    l1, l2, m, after, log_sel = _block_of_pair(size, first, k1, k2, nonempty, max_m, 0.0)
     log_sel += math.log(nonempty) - math.log(after)
     return l1, l2, m, after, log_sel
 
@@ -177,16 +187,8 @@ def weighted_row_proposal(size, first, kv, nonempty, max_m):
     else:
         log_sel += math.log(2.0)  # either direction, with probability 1/2
         k1, k2 = (ka, kb) if np.random.random() < 0.5 else (kb, ka)
-    l1 = first + k1
-    l2 = first + k2
-    n1 = size[l1]
-    n2 = size[l2]
-    top = min(max_m, n1)
-    m = 1 + np.random.randint(0, top)
-    after = nonempty - (1 if m == n1 else 0) + (1 if n2 == 0 else 0)
-    log_sel += _log_choose(n1, m) - _log_choose(n2 + m, m)
-    log_sel += math.log(top) - math.log(min(max_m, n2 + m))
-    if m < n1:  # the reverse move's direction is a coin's too
+    l1, l2, m, after, log_sel = _block_of_pair(size, first, k1, k2, nonempty, max_m, log_sel)
+    if m < size[l1]:  # the reverse move's direction is a coin's too
         log_sel -= math.log(2.0)
     return l1, l2, m, after, log_sel
 

@@ -119,6 +119,28 @@ def default_block_size(obs: FamilyObservation, cells: int, n_scale: int) -> int:
     return int(max(1, min(n_scale, round(sd))))
 
 
+def _per_node(value: Any, name: str, default: Callable[[str], Any], nodes: Sequence[str]) -> dict:
+    """``node -> value`` from one value, a dict over some nodes (the others take
+    ``default(node)``) or None (all take the default), before the values are checked.
+
+    Raises
+    ------
+    ValueError
+        A dict key that is not a node (``name`` named).
+    """
+    if value is None:
+        return {v: default(v) for v in nodes}
+    if isinstance(value, Mapping):
+        known = set(nodes)
+        unknown = [v for v in value if v not in known]
+        if unknown:
+            raise ValueError(f"{name}: {unknown} are not nodes")
+        out = {v: default(v) for v in nodes}
+        out.update({v: value[v] for v in value})
+        return out
+    return dict.fromkeys(nodes, value)
+
+
 def per_node_setting(
     value: Any, name: str, default: Callable[[str], int], nodes: Sequence[str]
 ) -> dict[str, int]:
@@ -130,17 +152,7 @@ def per_node_setting(
     ValueError
         A dict key that is not a node, or a value that is not an integer >= 1 (``name`` named).
     """
-    if value is None:
-        return {v: int(default(v)) for v in nodes}
-    if isinstance(value, Mapping):
-        known = set(nodes)
-        unknown = [v for v in value if v not in known]
-        if unknown:
-            raise ValueError(f"{name}: {unknown} are not nodes")
-        out = {v: int(default(v)) for v in nodes}
-        out.update({v: value[v] for v in value})
-    else:
-        out = dict.fromkeys(nodes, value)
+    out = _per_node(value, name, lambda v: int(default(v)), nodes)
     for v, m in out.items():
         if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
             raise ValueError(f"{name} must be an integer >= 1 (node {v!r}), got {m!r}")
@@ -160,16 +172,7 @@ def per_node_flag(
     TypeError
         A value that is not a bool (``name`` named).
     """
-    if value is None:
-        return {v: bool(default(v)) for v in nodes}
-    if isinstance(value, Mapping):
-        unknown = [v for v in value if v not in set(nodes)]
-        if unknown:
-            raise ValueError(f"{name}: {unknown} are not nodes")
-        out = {v: bool(default(v)) for v in nodes}
-        out.update(value)
-    else:
-        out = dict.fromkeys(nodes, value)
+    out = _per_node(value, name, lambda v: bool(default(v)), nodes)
     for v, flag in out.items():
         if not isinstance(flag, (bool, np.bool_)):
             raise TypeError(f"{name} must be True or False (node {v!r}), got {flag!r}")
