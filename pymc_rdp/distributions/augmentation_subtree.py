@@ -348,7 +348,7 @@ def _child_places(dset, n_d, where, n_ch, ch):
 @njit(cache=True, nogil=True)
 def _scan_rows(
     order, pos, start, size, n_rows, kv, per_row, max_m, dset, n_d, prior,
-    x, net, obs, cell_n, row_n, weighted=False,
+    x, net, obs, cell_n, row_n, weighted,
 ):  # fmt: skip
     """``per_row`` subtree proposals in every non-empty row of buckets ``kv`` cells wide (the
     records of bucket ``l`` at ``order[start[l]:start[l] + size[l]]``), moving ``dset[0]``
