@@ -32,6 +32,7 @@ from pymc_rdp.distributions.dirichlet_release import (
     release,
     release_dirichlet,
 )
+from pymc_rdp.distributions.kernel_cache import drop_stale_kernels
 from pymc_rdp.distributions.noise_models import NoiseModel, noise_model_of, register_likelihood
 from pymc_rdp.distributions.noisy_counts import MODES, NoisyCounts, NoisyCountsRV
 from pymc_rdp.distributions.private_nodes import (
@@ -43,6 +44,10 @@ from pymc_rdp.distributions.private_nodes import (
     read_ledger,
     sample,
 )
+
+# before any kernel is loaded (none is at import): numba's cache does not follow a kernel's
+# callees into other modules (kernel_cache)
+drop_stale_kernels()
 
 __all__ = [
     "ACCOUNTANT_ATTR",
