@@ -56,6 +56,7 @@ MOVES = (
     "soma",
     "pair",
     "diffuse_pair",
+    "transfer",
 )
 _DEFAULT_MOVES = ("gibbs", "gibbs", "subtree", "diffuse_pair")
 

@@ -108,6 +108,13 @@ Moves
     their updates, Date's in 77 %): pair moves of Date within each Scenario group redraw how
     many of the group's records sit at each date. In the default for count releases, in place
     of the third heat-bath sweep (``moves``).
+``"transfer"``
+    Collapsed: ``m`` records of one row move from state ``a`` to ``b`` and ``m`` of a second
+    row from ``b`` to ``a``, their descendants redrawn as in a subtree move
+    (:mod:`pymc_rdp.distributions.augmentation_transfer`). Each state's count summed over the
+    node's rows stays as it is, which is what the tables of children that pool those rows pin;
+    the contrast between the rows moves. Per node a quarter as many proposals as its subtree
+    moves make over all of its rows. In no default (``moves``).
 ``"soma"``
     θ | x conjugately, then ``N`` single-offer-multiple-attempts moves (Xiong & Ju 2025,
     :mod:`pymc_rdp.distributions.augmentation_soma`): a record ``z ~ p(x | θ)`` is offered in
@@ -250,6 +257,10 @@ _SIZE_CAP = 4
 _DIFFUSE_SHARE = 0.5
 #: tuning iterations whose sweeps measure those shares (after them the nodes are fixed)
 _DIFFUSE_AFTER = 20
+#: a node's transfer moves per sweep, as a share of its subtree moves' proposals over all of
+#: its rows (insurance, N = 10⁴, beside the default moves: 0.25 gave more minimum ESS per CPU
+#: second than 0.5 or 1; ``docs/performance.md``, "Transfer moves")
+_TRANSFER_SHARE = 0.25
 
 
 def _size_caps(kinds: np.ndarray, sizes: list[int]) -> list[int]:
@@ -313,8 +324,9 @@ class DataAugmentation(AugmentationStep):
     moves : sequence of str
         The moves of one iteration, in order, each one of :data:`MOVES` ("record", "site",
         "block", "row_block", "gibbs", "subtree", "child_row", "pooled_row", "ancillary",
-        "swap", "soma", "pair", "diffuse_pair"; module notes). A move listed k times runs k
-        times per iteration, and its acceptance rate is the mean of its runs. The defaults:
+        "swap", "soma", "pair", "diffuse_pair", "transfer"; module notes). A move listed k
+        times runs k times per iteration, and its acceptance rate is the mean of its runs. The
+        defaults:
 
         * ``("record",)`` for an unknown N (the collapsed moves need a fixed N);
         * ``("gibbs", "pair", "subtree", "child_row")`` when every release is a
@@ -326,10 +338,10 @@ class DataAugmentation(AugmentationStep):
 
         They were chosen by the minimum bulk ESS per second over the CPT entries of rows holding
         >= 20 records, on Adult, alarm, child, insurance, sachs and asia; no schedule was the
-        best on every network. ``"ancillary"``, ``"swap"``, ``"soma"`` and ``"pooled_row"`` are
-        in no default: none of them gained on every network measured. Every measurement
-        behind these choices is kept in ``docs/performance.md`` ("How the default moves were
-        chosen").
+        best on every network. ``"ancillary"``, ``"swap"``, ``"soma"``, ``"pooled_row"`` and
+        ``"transfer"`` are in no default: none of them gained on every network measured. Every
+        measurement behind these choices is kept in ``docs/performance.md`` ("How the default
+        moves were chosen").
     block_size : int or dict, optional
         Largest block ``m`` per node (default: about the sd of a cell count given its release,
         for Dirichlet releases ``sqrt(N / (cells · r))``). Row-block sizes adapt during tuning
@@ -689,6 +701,7 @@ class DataAugmentation(AugmentationStep):
         from pymc_rdp.distributions import augmentation_soma as ko
         from pymc_rdp.distributions import augmentation_subtree as kt
         from pymc_rdp.distributions import augmentation_swap as ks
+        from pymc_rdp.distributions import augmentation_transfer as kx
         from pymc_rdp.distributions.compile_ahead import compile_ahead
 
         rng = np.random.default_rng(seed)
@@ -738,6 +751,8 @@ class DataAugmentation(AugmentationStep):
             return per, [float(sizes[p]) for p, _ in units], [size_cap[p] for p, _ in units]
 
         per_edge, edge_size, edge_cap = edge_settings(edges)
+        # transfer moves: per node a share of its subtree moves' proposals over all its rows
+        per_transfer = [max(1, math.ceil(_TRANSFER_SHARE * per_row[i] * rows_of[i])) for i in nodes]
         # pooled child-row moves: the edges whose child's rows pool several of the parent's, as
         # many proposals per edge as child-row moves make, for the diffuse parents (``pool_on``:
         # set when the diffuse nodes are, from the start where none are singled out)
@@ -776,7 +791,7 @@ class DataAugmentation(AugmentationStep):
 
         # subtree and child-row moves read the predictive's logarithms from tables
         predictive = None
-        if {"subtree", "child_row", "pooled_row"} & set(self.moves):
+        if {"subtree", "child_row", "pooled_row", "transfer"} & set(self.moves):
             predictive = (self._alpha, *kt.predictive_logs(self._alpha, net[0], self.n_records))
 
         def descend(sweep, units, per, size, cap, it, prior, chosen=None):
@@ -810,6 +825,11 @@ class DataAugmentation(AugmentationStep):
                 *trees[0], per_row[0], round(tree_size[0]), predictive, desc, n_desc,
                 x, net, obs, cell_n, row_n,
             )))  # fmt: skip
+        if "transfer" in self.moves[1:]:
+            ahead.insert(0, (kx.transfer_sweep, (
+                0, per_transfer[0], round(tree_size[0]), predictive, desc, n_desc,
+                x, net, obs, cell_n, row_n,
+            )))  # fmt: skip
         # child-row and pooled child-row moves share the kernel and its argument types
         for move, units, per, size in (
             ("child_row", edges, per_edge, edge_size),
@@ -830,6 +850,7 @@ class DataAugmentation(AugmentationStep):
             "child_row",
             "pooled_row",
             "diffuse_pair",
+            "transfer",
         }
         with compile_ahead(ahead) as helper:
             for it in range(tune + draws):
@@ -889,6 +910,16 @@ class DataAugmentation(AugmentationStep):
                                 kt.child_row_sweep, pooled, per_pool, pool_size, pool_cap, it,
                                 predictive, pool_on,
                             )  # fmt: skip
+                    elif move == "transfer":
+                        acc = prop = 0
+                        for i in nodes:
+                            a, p = kx.transfer_sweep(
+                                i, per_transfer[i], round(tree_size[i]), predictive, desc, n_desc,
+                                x, net, obs, cell_n, row_n,
+                            )  # fmt: skip
+                            acc += a
+                            prop += p
+                        rates[move] = acc / max(1, prop)
                     elif move == "ancillary":
                         k.draw_theta(cell_n, self._alpha, net, theta, buf)
                         ka.draw_uniforms(x, theta, net, u)
