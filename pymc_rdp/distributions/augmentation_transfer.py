@@ -69,7 +69,20 @@ from pymc_rdp.distributions.augmentation_subtree import (
     _subtree_set,
 )
 
-__all__ = ["transfer_sweep"]
+__all__ = ["transfer_nodes", "transfer_sweep"]
+
+
+def transfer_nodes(parents: dict[int, list[int]]) -> list[bool]:
+    """Per node (``parents`` maps each node index ``0..d − 1`` to its parents' indices), whether
+    its transfer moves can gain anything: it has parents, so rows to pair, and a child that
+    lacks one of them, whose table pools the rows (module notes). Elsewhere a transfer changes
+    every table a pair of subtree moves would and keeps nothing a release pins."""
+    out = []
+    for v in range(len(parents)):
+        own = set(parents[v])
+        kids = [w for w in range(len(parents)) if v in parents[w]]
+        out.append(bool(own) and any(not own <= set(parents[w]) for w in kids))
+    return out
 
 
 @njit(cache=True, nogil=True)

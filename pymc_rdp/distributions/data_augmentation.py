@@ -113,8 +113,10 @@ Moves
     row from ``b`` to ``a``, their descendants redrawn as in a subtree move
     (:mod:`pymc_rdp.distributions.augmentation_transfer`). Each state's count summed over the
     node's rows stays as it is, which is what the tables of children that pool those rows pin;
-    the contrast between the rows moves. Per node a quarter as many proposals as its subtree
-    moves make over all of its rows. In no default (``moves``).
+    the contrast between the rows moves. Only for the nodes with a child that lacks one of
+    their parents (:func:`~pymc_rdp.distributions.augmentation_transfer.transfer_nodes`), a
+    quarter as many proposals as their subtree moves make over all of their rows. In no default
+    (``moves``).
 ``"soma"``
     θ | x conjugately, then ``N`` single-offer-multiple-attempts moves (Xiong & Ju 2025,
     :mod:`pymc_rdp.distributions.augmentation_soma`): a record ``z ~ p(x | θ)`` is offered in
@@ -752,7 +754,10 @@ class DataAugmentation(AugmentationStep):
 
         per_edge, edge_size, edge_cap = edge_settings(edges)
         # transfer moves: per node a share of its subtree moves' proposals over all its rows
-        per_transfer = [max(1, math.ceil(_TRANSFER_SHARE * per_row[i] * rows_of[i])) for i in nodes]
+        per_transfer = [
+            max(1, math.ceil(_TRANSFER_SHARE * per_row[i] * rows_of[i])) if pooled_rows else 0
+            for i, pooled_rows in enumerate(kx.transfer_nodes(parents))
+        ]
         # pooled child-row moves: the edges whose child's rows pool several of the parent's, as
         # many proposals per edge as child-row moves make, for the diffuse parents (``pool_on``:
         # set when the diffuse nodes are, from the start where none are singled out)

@@ -2,23 +2,59 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
-from test_distributions_data_augmentation import (
-    RELEASES,
-    STATES,
-    STRUCTURE,
-    N,
-    exact_moments,
-    max_z,
-)
+from test_distributions_data_augmentation import exact_moments, max_z
 
+from pymc_rdp.distributions.augmentation_transfer import transfer_nodes
 from pymc_rdp.distributions.data_augmentation import DataAugmentation
-from pymc_rdp.privacy.mechanisms import GaussianMechanism
+from pymc_rdp.privacy.mechanisms import DirichletMechanism, GaussianMechanism, LaplaceMechanism
 
-#: a network where c's rows (a × b) are pooled by its child d's table
+#: a network where c's rows (a × b) are pooled by its child d's table: c makes transfer moves
 POOLED = {"a": [], "b": [], "c": ["a", "b"], "d": ["c"]}
 POOLED_STATES = {"a": [0, 1], "b": [0, 1, 2], "c": [0, 1, 2], "d": [0, 1]}
+#: the same with two states each, small enough to enumerate at N = 5
+BINARY = {v: [0, 1] for v in POOLED}
+N = 5
+
+
+def _count_releases(mechanism):
+    """Fixed released tables of the binary network (the test is about the posterior)."""
+    values = {
+        "a": np.array([3.6, 0.7]),
+        "b": np.array([1.9, 2.4]),
+        "c": np.array([[0.2, 1.4], [0.8, -0.3], [1.7, 0.1], [0.0, 0.6]]),
+        "d": np.array([[2.1, 0.4], [-0.2, 1.3]]),
+    }
+    return {v: (y, mechanism) for v, y in values.items()}
+
+
+def _dirichlet_releases():
+    mech = DirichletMechanism(0.6, 1.5, math.sqrt(2), 1.0)
+    values = {
+        "a": np.array([[0.8, 0.2]]),
+        "b": np.array([[0.4, 0.6]]),
+        "c": np.array([[0.5, 0.5], [0.7, 0.3], [0.9, 0.1], [0.4, 0.6]]),
+        "d": np.array([[0.2, 0.8], [0.6, 0.4]]),
+    }
+    return {v: (y, mech) for v, y in values.items()}
+
+
+RELEASES = {
+    "gaussian": lambda: _count_releases(GaussianMechanism(1.2, math.sqrt(2))),
+    "laplace": lambda: _count_releases(LaplaceMechanism(0.9, 2.0)),
+    "dirichlet": _dirichlet_releases,
+}
+
+
+def test_transfer_nodes_are_those_whose_rows_a_child_pools():
+    """c's child d lacks both of c's parents; d has no child; the roots have no rows to pair;
+    where every child holds the node's parents (b → c with c's parents a, b), none."""
+    assert transfer_nodes({0: [], 1: [], 2: [0, 1], 3: [2]}) == [False, False, True, False]
+    assert transfer_nodes({0: [], 1: [0], 2: [0, 1]}) == [False, False, False]
+    assert transfer_nodes({0: [], 1: [0], 2: [1]}) == [False, True, False]
 
 
 def _tables(records: np.ndarray, da: DataAugmentation) -> dict[str, np.ndarray]:
@@ -71,11 +107,11 @@ def test_transfers_keep_row_totals_and_state_sums():
     ],
 )
 def test_transfers_match_enumeration(mechanism, moves):
-    """Transfer moves beside an irreducible move against the enumerated posterior (N = 5,
-    2–3 states: small cells, so the selection's Hastings ratio matters on every proposal; 8
-    subtree proposals per row, so 12 transfers per sweep of c's six rows)."""
+    """Transfer moves beside an irreducible move against the enumerated posterior (N = 5 over
+    16 joint states: small cells, so the selection's Hastings ratio matters on every proposal;
+    8 subtree proposals per row, so 8 transfers per sweep of c's four rows)."""
     releases = RELEASES[mechanism]()
-    da = DataAugmentation(STRUCTURE, STATES, releases, N, moves=moves, block_size=3, row_moves=8)
+    da = DataAugmentation(POOLED, BINARY, releases, N, moves=moves, block_size=3, row_moves=8)
     idata = da.sample(draws=20000, tune=200, chains=2, random_seed=13)
     assert float(idata["sample_stats"]["accept_transfer"].mean()) > 0.05
-    assert max_z(idata, exact_moments(STRUCTURE, STATES, releases, N)) < 4.5
+    assert max_z(idata, exact_moments(POOLED, BINARY, releases, N)) < 4.5
