@@ -260,8 +260,8 @@ _DIFFUSE_SHARE = 0.5
 #: tuning iterations whose sweeps measure those shares (after them the nodes are fixed)
 _DIFFUSE_AFTER = 20
 #: a node's transfer moves per sweep, as a share of its subtree moves' proposals over all of
-#: its rows (insurance, N = 10⁴, beside the default moves: 0.25 gave more minimum ESS per CPU
-#: second than 0.5 or 1; ``docs/performance.md``, "Transfer moves")
+#: its rows (insurance, N = 10⁴, beside the default moves, one seed: 4.11 minimum ESS per CPU
+#: second with 0.25, 3.54 with 0.5, 3.66 with 1; ``docs/performance.md``, "Transfer moves")
 _TRANSFER_SHARE = 0.25
 
 
