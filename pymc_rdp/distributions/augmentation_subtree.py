@@ -346,6 +346,26 @@ def _child_places(dset, n_d, where, n_ch, ch):
 
 
 @njit(cache=True, nogil=True)
+def move_buffers(dset, n_d, entries, card, n_ch, ch):
+    """The working arrays of a subtree-type move of ``v = dset[0]`` (with its descendants
+    ``dset[1:n_d]``) whose proposals change at most ``entries`` (record, node) values:
+    ``(step, old, moved, pending, flag, e_of, where, n_kid, kid)``, those of
+    :func:`_forward` and :func:`_reverse`, ``where`` each node's place in ``dset`` (−1 for the
+    others) and :func:`_child_places`."""
+    step = np.empty((entries, 2), dtype=np.int64)
+    old = np.empty(entries, dtype=np.int64)
+    moved = np.empty((entries, 4), dtype=np.int64)
+    pending = np.zeros(n_d, dtype=np.bool_)
+    flag = np.zeros(n_d, dtype=np.bool_)
+    e_of = np.zeros(n_d, dtype=np.int64)
+    where = np.full(card.shape[0], -1, dtype=np.int64)
+    for i in range(n_d):
+        where[dset[i]] = i
+    n_kid, kid = _child_places(dset, n_d, where, n_ch, ch)
+    return step, old, moved, pending, flag, e_of, where, n_kid, kid
+
+
+@njit(cache=True, nogil=True)
 def _scan_rows(
     order, pos, start, size, n_rows, kv, per_row, max_m, dset, n_d, prior,
     x, net, obs, cell_n, row_n, weighted,
@@ -359,16 +379,9 @@ def _scan_rows(
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     alpha, logs, num_of, den_of = prior
     sel = np.empty(max_m, dtype=np.int64)
-    step = np.empty((max_m * n_d, 2), dtype=np.int64)
-    old = np.empty(max_m * n_d, dtype=np.int64)
-    moved = np.empty((max_m * n_d, 4), dtype=np.int64)
-    pending = np.zeros(n_d, dtype=np.bool_)
-    flag = np.zeros(n_d, dtype=np.bool_)
-    e_of = np.zeros(n_d, dtype=np.int64)
-    where = np.full(card.shape[0], -1, dtype=np.int64)  # a node's place in dset, or −1
-    for i in range(n_d):
-        where[dset[i]] = i
-    n_kid, kid = _child_places(dset, n_d, where, n_ch, ch)
+    step, old, moved, pending, flag, e_of, where, n_kid, kid = move_buffers(
+        dset, n_d, max_m * n_d, card, n_ch, ch
+    )
     accepted = 0
     proposed = 0
     for c in range(n_rows):

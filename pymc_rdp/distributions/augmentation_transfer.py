@@ -63,10 +63,10 @@ from numba import njit
 from pymc_rdp.distributions._augmentation_kernels import _log_choose, _swap
 from pymc_rdp.distributions.augmentation_moves import _buckets, _relocate
 from pymc_rdp.distributions.augmentation_subtree import (
-    _child_places,
     _forward,
     _reverse,
     _subtree_set,
+    move_buffers,
 )
 
 __all__ = ["transfer_nodes", "transfer_sweep"]
@@ -130,16 +130,9 @@ def transfer_sweep(v, proposals, max_m, prior, desc, n_desc, x, net, obs, cell_n
     dset, n_d = _subtree_set(v, desc, n_desc)
     sel1 = np.empty(max_m, dtype=np.int64)
     sel2 = np.empty(max_m, dtype=np.int64)
-    step = np.empty((2 * max_m * n_d, 2), dtype=np.int64)
-    old = np.empty(2 * max_m * n_d, dtype=np.int64)
-    moved = np.empty((2 * max_m * n_d, 4), dtype=np.int64)
-    pending = np.zeros(n_d, dtype=np.bool_)
-    flag = np.zeros(n_d, dtype=np.bool_)
-    e_of = np.zeros(n_d, dtype=np.int64)
-    where = np.full(card.shape[0], -1, dtype=np.int64)  # a node's place in dset, or −1
-    for i in range(n_d):
-        where[dset[i]] = i
-    n_kid, kid = _child_places(dset, n_d, where, n_ch, ch)
+    step, old, moved, pending, flag, e_of, where, n_kid, kid = move_buffers(
+        dset, n_d, 2 * max_m * n_d, card, n_ch, ch
+    )
     accepted = 0
     for _ in range(proposals):
         i2 = np.random.randint(0, n_ne - 1)
