@@ -115,8 +115,8 @@ Moves
     node's rows stays as it is, which is what the tables of children that pool those rows pin;
     the contrast between the rows moves. Only for the nodes with a child that lacks one of
     their parents (:func:`~pymc_rdp.distributions.augmentation_transfer.transfer_nodes`), a
-    quarter as many proposals as their subtree moves make over all of their rows. In no default
-    (``moves``).
+    quarter as many proposals as their subtree moves make over all of their rows (a NaN
+    acceptance rate where no node has such a child). In no default (``moves``).
 ``"soma"``
     θ | x conjugately, then ``N`` single-offer-multiple-attempts moves (Xiong & Ju 2025,
     :mod:`pymc_rdp.distributions.augmentation_soma`): a record ``z ~ p(x | θ)`` is offered in
@@ -924,7 +924,7 @@ class DataAugmentation(AugmentationStep):
                             )  # fmt: skip
                             acc += a
                             prop += p
-                        rates[move] = acc / max(1, prop)
+                        rates[move] = acc / prop if prop else math.nan  # no node to pair rows
                     elif move == "ancillary":
                         k.draw_theta(cell_n, self._alpha, net, theta, buf)
                         ka.draw_uniforms(x, theta, net, u)

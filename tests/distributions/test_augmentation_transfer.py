@@ -115,3 +115,16 @@ def test_transfers_match_enumeration(mechanism, moves):
     idata = da.sample(draws=20000, tune=200, chains=2, random_seed=13)
     assert float(idata["sample_stats"]["accept_transfer"].mean()) > 0.05
     assert max_z(idata, exact_moments(POOLED, BINARY, releases, N)) < 4.5
+
+
+def test_no_transfer_node_records_a_nan_rate():
+    """Where every child holds its parents' parents (a → b → c with c's parents a, b), no node
+    pairs rows: the sweep proposes nothing and its rate is NaN, as for the other idle moves."""
+    structure = {"a": [], "b": ["a"], "c": ["a", "b"]}
+    states = {"a": [0, 1], "b": [0, 1], "c": [0, 1]}
+    g = GaussianMechanism(1.0, 2.0)
+    releases = {"a": (np.zeros(2), g), "b": (np.zeros((2, 2)), g), "c": (np.zeros((4, 2)), g)}
+    da = DataAugmentation(structure, states, releases, N, moves=("gibbs", "transfer"))
+    idata = da.sample(draws=5, tune=0, chains=1, random_seed=0)
+    assert np.isnan(idata["sample_stats"]["accept_transfer"].to_numpy()).all()
+    assert np.isfinite(idata["sample_stats"]["accept_gibbs"].to_numpy()).all()
