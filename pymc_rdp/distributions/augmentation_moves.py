@@ -105,6 +105,17 @@ def _buckets(v, x, card, n_par, par, stride, cell_off, cell_n):
 
 
 @per_record
+def _take(order, pos, start, size, cell, m, sel):
+    """An ordered uniform ``m``-tuple of the records of cell ``cell`` (buckets of
+    :func:`_buckets`) into ``sel[:m]``, moved to the front of the cell."""
+    s0 = start[cell]
+    n = size[cell]
+    for t in range(m):
+        _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n - t))
+        sel[t] = order[s0 + t]
+
+
+@per_record
 def _relocate(order, pos, start, size, p, l1, l2):
     """Move the record at place ``p`` (in cell ``l1``) into cell ``l2``, keeping cells
     contiguous (one swap per cell boundary crossed)."""

@@ -95,12 +95,12 @@ from numba import njit
 from pymc_rdp.distributions._augmentation_kernels import (
     _config,
     _shift,
-    _swap,
     per_record,
 )
 from pymc_rdp.distributions.augmentation_moves import (
     _buckets,
     _relocate,
+    _take,
     row_proposal,
     weighted_row_proposal,
 )
@@ -400,11 +400,7 @@ def _scan_rows(
                 )
             else:
                 l1, l2, m, after, log_ratio = row_proposal(size, first, kv, nonempty, max_m)
-            n1 = size[l1]
-            s0 = start[l1]
-            for t in range(m):  # an ordered uniform m-tuple of the cell's records
-                _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n1 - t))
-                sel[t] = order[s0 + t]
+            _take(order, pos, start, size, l1, m, sel)  # an ordered uniform m-tuple
             if _redraw_accept(
                 x, sel, m, l2 - first, dset, n_d, where, n_kid, kid, alpha, logs, num_of, den_of,
                 pending, flag, e_of, step, old, moved, log_ratio,

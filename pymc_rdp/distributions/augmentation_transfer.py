@@ -60,8 +60,8 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_rdp.distributions._augmentation_kernels import _log_choose, _swap
-from pymc_rdp.distributions.augmentation_moves import _buckets, _relocate
+from pymc_rdp.distributions._augmentation_kernels import _log_choose
+from pymc_rdp.distributions.augmentation_moves import _buckets, _relocate, _take
 from pymc_rdp.distributions.augmentation_subtree import (
     _forward,
     _reverse,
@@ -99,16 +99,6 @@ def _nonempty_rows(size, n_rows, kv):
             rows[found] = c
             found += 1
     return rows, found
-
-
-@njit(cache=True, nogil=True)
-def _take(order, pos, start, size, cell, m, sel):
-    """An ordered uniform ``m``-tuple of cell ``cell``'s records into ``sel[:m]``."""
-    s0 = start[cell]
-    n = size[cell]
-    for t in range(m):
-        _swap(order, pos, s0 + t, s0 + t + np.random.randint(0, n - t))
-        sel[t] = order[s0 + t]
 
 
 @njit(cache=True, nogil=True)
