@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "GaussianMechanism": "pymc_rdp.privacy.mechanisms",
     "LaplaceMechanism": "pymc_rdp.privacy.mechanisms",
     "RandomizedResponse": "pymc_rdp.privacy.mechanisms",
+    "CategoricalRandomizedResponse": "pymc_rdp.privacy.mechanisms",
     "DirichletMechanism": "pymc_rdp.privacy.mechanisms",
     "DiscreteGaussianMechanism": "pymc_rdp.privacy.mechanisms",
     "DiscreteLaplaceMechanism": "pymc_rdp.privacy.mechanisms",
@@ -117,6 +118,7 @@ if TYPE_CHECKING:  # pragma: no cover - for static analysers only
     from pymc_rdp import bn, cli, curation, datasets, distributions, models, plots, privacy  # noqa: F401
     from pymc_rdp.privacy.accountant import Accountant, BudgetExceededError, LedgerEntry  # noqa: F401
     from pymc_rdp.privacy.mechanisms import (  # noqa: F401
+        CategoricalRandomizedResponse,
         DirichletMechanism,
         DirichletTableMechanism,
         DiscreteGaussianMechanism,

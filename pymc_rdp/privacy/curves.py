@@ -32,6 +32,7 @@ from pymc_rdp.privacy.orders import curve_orders, split_orders
 
 __all__ = [
     "DISCRETE_LAPLACE_EXACT_MAX",
+    "categorical_randomized_response",
     "dirichlet",
     "discrete_gaussian",
     "discrete_laplace",
@@ -279,6 +280,80 @@ def _rr_elementwise(a: np.ndarray, pp: Any) -> np.ndarray:
     val = np.where(at_one, gap * big_l, val)
     val = np.where(at_inf, big_l, val)
     return _out(val)
+
+
+def categorical_randomized_response(orders: ArrayLike, p: float, k: int) -> np.ndarray:
+    r"""RDP curve of k-ary randomized response: the true value of ``k`` with probability ``p``,
+    each of the ``k − 1`` others with probability ``q = (1 − p)/(k − 1)``.
+
+    Two neighbouring inputs (the value changes) give output distributions that differ only at the
+    two values; the other ``k − 2`` have probability ``q`` under both. With ``L = log(p/q)`` and
+    ``w = (α − 1) L``, Rényi's divergence (Mironov 2017, Definition 3) sums to
+
+    .. math::
+        \varepsilon(\alpha) = \frac{1}{\alpha-1}\log\big[p^\alpha q^{1-\alpha}
+            + q^\alpha p^{1-\alpha} + (k-2)\,q\big]
+          = \frac{\mathrm{log1p}\big[p\,\mathrm{expm1}(w) + q\,\mathrm{expm1}(-w)\big]}
+                 {\alpha-1}
+          = L + \frac{\mathrm{log1p}\big[q\,\mathrm{expm1}(-2w)
+                 + (k-2)\,q\,\mathrm{expm1}(-w)\big]}{\alpha-1},
+
+    (``p + (k − 1) q = 1``), the second form for ``w ≤ 1``, the third beyond it (no overflow).
+    Limits: ``α → 1`` gives the Kullback–Leibler divergence ``(p − q) L``, ``α = ∞`` gives ``L``,
+    the mechanism's pure-DP ε (Kairouz, Oh & Viswanath 2016, "Extremal mechanisms for local
+    differential privacy"). ``k = 2`` is binary randomized response
+    (:func:`randomized_response`).
+
+    Parameters
+    ----------
+    orders : array_like
+        Rényi orders, ≥ 1 (``inf`` allowed).
+    p : float
+        Probability of reporting the true value, in the open interval (1/k, 1).
+    k : int
+        Number of values, ≥ 2.
+
+    Returns
+    -------
+    numpy.ndarray
+        ε(α), float64, of the shape of ``orders``.
+    """
+    kk, pp = check_categorical_rr(p, k)
+    a = curve_orders(orders)
+    q = (1.0 - pp) / (kk - 1)
+    big_l = math.log(pp) - math.log(q)
+    at_one, at_inf, am = split_orders(a)
+    am1 = am - 1.0
+    w = am1 * big_l
+    with np.errstate(over="ignore"):
+        near = np.log1p(pp * np.expm1(np.minimum(w, 1.0)) + q * np.expm1(-np.minimum(w, 1.0)))
+    far = big_l * am1 + np.log1p(q * np.expm1(-2.0 * w) + (kk - 2) * q * np.expm1(-w))
+    val = np.where(w <= 1.0, near, far) / am1
+    val = np.where(at_one, (pp - q) * big_l, val)
+    val = np.where(at_inf, big_l, val)
+    return _out(val)
+
+
+def check_categorical_rr(p: Any, k: Any) -> tuple[int, float]:
+    """``(k, p)`` of k-ary randomized response, checked: ``k`` an integer ≥ 2, ``p`` a finite
+    number in the open interval (1/k, 1) (at ``p ≤ 1/k`` the true value is no likelier than
+    another, at ``p = 1`` there is no noise)."""
+    k = check_value_count(k)
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"p must be a number in (1/k, 1), got {p!r}")
+    pf = float(p)
+    if not (math.isfinite(pf) and 1.0 / int(k) < pf < 1.0):
+        raise ValueError(f"p must lie in the open interval (1/k, 1) = (1/{int(k)}, 1), got {p!r}")
+    return k, pf
+
+
+def check_value_count(k: Any) -> int:
+    """``k``, the number of values of k-ary randomized response, as an int ≥ 2 (checked)."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
+        raise TypeError(f"k must be an integer >= 2, got {k!r}")
+    if k < 2:
+        raise ValueError(f"k must be an integer >= 2, got {k!r}")
+    return int(k)
 
 
 def pure_dp(orders: ArrayLike, epsilon: ArrayLike) -> np.ndarray:

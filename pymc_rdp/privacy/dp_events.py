@@ -9,17 +9,20 @@ mechanism                   event
 ``gaussian`` (σ, Δ₂)        ``GaussianDpEvent(noise_multiplier=σ/Δ₂)``
 ``laplace`` (b, Δ₁)         ``LaplaceDpEvent(noise_multiplier=b/Δ₁)``
 ``randomized_response`` p   ``RandomizedResponseDpEvent(noise_parameter=2(1−p), num_buckets=2)``
+k-ary RR (p, k)             ``RandomizedResponseDpEvent(noise_parameter=k(1−p)/(k−1),
+                            num_buckets=k)``
 ``discrete_laplace`` (t, Δ) ``DiscreteLaplaceDpEvent(noise_parameter=1/t, sensitivity=Δ)``
                             (integer Δ only)
 anything else               ``UnsupportedDpEvent()`` (dp-accounting's accountants refuse it)
 ==========================  ===========================================================
 
-The sensitivities of this package are the largest change of the query between neighbours under
-the relation the caller chose, which is what dp-accounting's noise multipliers are relative to
-under ``NeighboringRelation.ADD_OR_REMOVE_ONE``. Its ``RandomizedResponseDpEvent`` is defined for
-``REPLACE_ONE`` (a change of the bit, as here); its RDP accountant treats Gaussian and Laplace
-events the same under either relation, so a ledger with randomized response is recomputed with
-``RdpAccountant(neighboring_relation=REPLACE_ONE)``.
+(k-ary RR is ``categorical_randomized_response``.) The sensitivities of this package are the
+largest change of the query between neighbours under the relation the caller chose, which is
+what dp-accounting's noise multipliers are relative to under
+``NeighboringRelation.ADD_OR_REMOVE_ONE``. Its ``RandomizedResponseDpEvent`` is defined for
+``REPLACE_ONE`` (a change of the bit or value, as here); its RDP accountant treats Gaussian and
+Laplace events the same under either relation, so a ledger with randomized response is
+recomputed with ``RdpAccountant(neighboring_relation=REPLACE_ONE)``.
 
 Parallel groups: a group is exported as its dominating partition (see
 :mod:`pymc_rdp.privacy.tight_accounting`), which is exact; when no partition dominates, all of its
@@ -52,6 +55,13 @@ def mechanism_event(name: str, params: dict[str, Any]) -> Any:
         if name == "randomized_response":
             return dpa.RandomizedResponseDpEvent(
                 noise_parameter=2.0 * (1.0 - float(params["p"])), num_buckets=2
+            )
+        if name == "categorical_randomized_response":
+            # dp-accounting's noise η: uniform over all k buckets with probability η, so
+            # p = 1 − η (k − 1)/k and η = k q
+            k = int(params["k"])
+            return dpa.RandomizedResponseDpEvent(
+                noise_parameter=k * (1.0 - float(params["p"])) / (k - 1), num_buckets=k
             )
         if name == "discrete_laplace":
             sens = float(params["sensitivity"])

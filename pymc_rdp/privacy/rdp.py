@@ -9,7 +9,8 @@ This module gathers the public names of four modules with one job each:
 
 * :mod:`pymc_rdp.privacy.orders` — :data:`DEFAULT_ORDERS` and the checks on orders;
 * :mod:`pymc_rdp.privacy.curves` — the curves of the standard mechanisms (:func:`gaussian`,
-  :func:`laplace`, :func:`randomized_response`, :func:`dirichlet`, :func:`discrete_gaussian`,
+  :func:`laplace`, :func:`randomized_response`, :func:`categorical_randomized_response`,
+  :func:`dirichlet`, :func:`discrete_gaussian`,
   :func:`discrete_laplace`, :func:`pure_dp`, :func:`zcdp`);
 * :mod:`pymc_rdp.privacy.conversion` — :func:`to_dp` and :func:`to_delta`;
 * :mod:`pymc_rdp.privacy.guarantees` — event probabilities, posterior odds, group privacy and
@@ -26,6 +27,7 @@ from __future__ import annotations
 from pymc_rdp.privacy.conversion import to_delta, to_dp
 from pymc_rdp.privacy.curves import (
     DISCRETE_LAPLACE_EXACT_MAX,
+    categorical_randomized_response,
     dirichlet,
     discrete_gaussian,
     discrete_laplace,
@@ -49,6 +51,7 @@ __all__ = [
     "DISCRETE_LAPLACE_EXACT_MAX",
     "advanced_composition",
     "best_event_probability_bound",
+    "categorical_randomized_response",
     "dirichlet",
     "discrete_gaussian",
     "discrete_laplace",

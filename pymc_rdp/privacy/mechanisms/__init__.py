@@ -1,5 +1,6 @@
 """Privacy mechanisms with Rényi-DP curves: discrete Gaussian and Laplace (integer queries),
-Gaussian, Laplace, randomized response, Dirichlet, the exponential-mechanism quantile.
+Gaussian, Laplace, randomized response (binary and k-ary), Dirichlet, the exponential-mechanism
+quantile.
 
 A mechanism describes itself to the rest of the package (no caller tests its type):
 ``sensitivity_norm`` and :meth:`Mechanism.sensitivity_checks` (what sensitivity its curve needs),
@@ -20,6 +21,9 @@ from pymc_rdp.privacy.mechanisms.base import (
     mechanism_from_dict,
     register_mechanism,
 )
+from pymc_rdp.privacy.mechanisms.categorical_randomized_response import (
+    CategoricalRandomizedResponse,
+)
 from pymc_rdp.privacy.mechanisms.dirichlet import DirichletMechanism
 from pymc_rdp.privacy.mechanisms.dirichlet_table import DirichletTableMechanism
 from pymc_rdp.privacy.mechanisms.discrete_gaussian import DiscreteGaussianMechanism
@@ -36,6 +40,7 @@ from pymc_rdp.privacy.mechanisms.quantiles import ExponentialQuantile
 from pymc_rdp.privacy.mechanisms.randomized_response import RandomizedResponse
 
 __all__ = [
+    "CategoricalRandomizedResponse",
     "CustomCurve",
     "DirichletMechanism",
     "DirichletTableMechanism",
