@@ -9,7 +9,9 @@ parameters per node and cell, and the tables of the Bayesian-Dirichlet score
 ``n = 0..N`` (Heckerman, Geiger & Chickering 1995, "Learning Bayesian networks: the combination
 of knowledge and statistical data"), and, for a Dirichlet-mechanism release with one α over its
 table, its density's terms ``lgd_cell[v, n] = log Γ(r n + α)`` and
-``lgd_row[v, n] = log Γ(r n + K_v α)`` (kind ``KIND_DIRICHLET_TABLED``).
+``lgd_row[v, n] = log Γ(r n + K_v α)`` (kind ``KIND_DIRICHLET_TABLED``). A family marked
+``fixed`` (a released node's extra child, :mod:`pymc_rdp.distributions.augmentation_records`)
+has every score and log Γ term zero, leaving the linear term ``Σ n log M``.
 :data:`RECORD_DTYPE` is the dtype of a chain's latent records, :func:`draws_array` the array a
 chain writes its draws into.
 """
@@ -131,6 +133,10 @@ def network_arrays(
     counts = np.arange(n_scale + 1, dtype=np.float64)
     lg_cell = np.broadcast_to(gammaln(alpha0 + counts), (d, counts.size)).copy()
     lg_row = gammaln(card[:, None] * alpha0 + counts[None, :])
+    # a released node's extra child: its CPT is known, so its family has no score terms
+    fixed = [i for i, v in enumerate(nodes) if observations[v].fixed]
+    lg_cell[fixed] = 0.0
+    lg_row[fixed] = 0.0
     # a Dirichlet release with one α over its table: its log Γ terms as tables of n = 0..N
     tabled = [
         i
@@ -138,7 +144,7 @@ def network_arrays(
         if kind[i] == k.KIND_DIRICHLET
         and np.all(acell[cell_off[i] : cell_off[i + 1]] == acell[cell_off[i]])
     ]
-    width = counts.size if tabled else 1
+    width = counts.size if tabled or fixed else 1  # the extra children read zero terms
     lgd_cell = np.zeros((d, width))
     lgd_row = np.zeros((d, width))
     for i in tabled:

@@ -13,6 +13,9 @@ Mechanisms (the registry :data:`OBSERVATIONS`, keyed on ``mechanism.name``)
 * ``"dirichlet"`` (Ponnoprat, TMLR 2023): the released CPT rows as observations,
   ``η(θ̃ | s) = Π_c Dirichlet(θ̃_c; r s_c + α)``; a function of ``s`` whose normaliser depends on
   the row totals.
+* ``"categorical_randomized_response"``, ``"randomized_response"``: not a table but one released
+  value per record; observed through an extra child of the node
+  (:mod:`pymc_rdp.distributions.augmentation_records`).
 
 A new mechanism adds one entry (:func:`register_observation`): a function from (released
 values, mechanism, table shape) to a :class:`FamilyObservation`.
@@ -55,6 +58,16 @@ class FamilyObservation:
     count_sd : float or None
         Standard deviation of a cell count given its release (additive noise), or None when it
         depends on the counts (Dirichlet); sets the default block size.
+    records : numpy.ndarray or None
+        Values released record by record (randomized response), one state code per record;
+        the family table itself is then unreleased (kind ``KIND_NONE``,
+        :mod:`pymc_rdp.distributions.augmentation_records`).
+    record_logp : numpy.ndarray or None
+        With ``records``: ``log M[k, k']``, the log probability of releasing ``k'`` for a record
+        in state ``k``.
+    fixed : bool
+        The family of a released node's extra child: its values are observed and its CPT known
+        (no Bayesian-Dirichlet score).
     """
 
     kind: int
@@ -64,6 +77,9 @@ class FamilyObservation:
     logt: np.ndarray | None = None
     alpha: np.ndarray | None = None
     count_sd: float | None = None
+    records: np.ndarray | None = None
+    record_logp: np.ndarray | None = None
+    fixed: bool = False
 
 
 def _param(mechanism: Any, *names: str) -> float:
@@ -152,6 +168,16 @@ OBSERVATIONS: dict[str, Callable[..., FamilyObservation]] = {
     "discrete_laplace": _laplace,
     "dirichlet": _dirichlet,
 }
+
+
+def _randomized(values: Any, mechanism: Any, shape: tuple[int, int], what: str) -> Any:
+    from pymc_rdp.distributions.augmentation_records import randomized_observation
+
+    return randomized_observation(values, mechanism, shape, what)
+
+
+OBSERVATIONS["categorical_randomized_response"] = _randomized
+OBSERVATIONS["randomized_response"] = _randomized
 
 
 def register_observation(name: str, builder: Callable[..., FamilyObservation]) -> None:

@@ -115,6 +115,11 @@ def default_block_size(obs: FamilyObservation, cells: int, n_scale: int) -> int:
     ``1..n_scale`` (``cells`` the node's family table's cells, ``n_scale`` the largest ``N``)."""
     if obs.count_sd is not None:
         sd = obs.count_sd
+    elif obs.record_logp is not None:
+        # randomized response: the sd of a cell's count read back from the released values,
+        # sqrt(n p (1 − p)) / (p − q) at a cell's mean count n
+        p, q = math.exp(obs.record_logp[0, 0]), math.exp(obs.record_logp[0, 1])
+        sd = math.sqrt(max(1.0, n_scale / cells) * p * (1.0 - p)) / (p - q)
     else:
         sd = math.sqrt(max(1.0, n_scale / cells) / obs.r)
     return int(max(1, min(n_scale, round(sd))))

@@ -49,6 +49,15 @@ a Metropolis–Hastings kernel (Hastings 1970); the target ratio is computed in 
 the kernel is exact whatever ``q`` is. After the reverse pass the tables hold ``x``: a rejected
 move only restores the records' values, an accepted one re-applies the recorded changes.
 
+Observed values
+---------------
+A node whose values are released record by record (randomized response,
+:mod:`pymc_rdp.distributions.augmentation_records`) enters the records as an extra child whose
+values are fixed, marked by ``num_of[w] < 0`` in :func:`predictive_logs`'s index. When a
+parent's value changes, such a child keeps its value and moves to its new row; nothing is drawn
+for it either way, so the forward and reverse proposals have no factor from it and its family's
+change of the target (the released values' likelihood) enters ``π(x')/π(x)`` in full.
+
 Child-row moves
 ---------------
 A subtree move of ``p`` picks its records from one cell of ``p``'s own table. A child-row move
@@ -199,7 +208,9 @@ def _forward(
     (the sum of the ``K_w`` weights; the same double when ``α`` is a whole number, as by
     default). Each changed family is listed in visiting order: ``step[e]`` its record's
     place in ``sel`` and its node's in ``dset``, ``old[e]`` its old value, ``moved[e]`` its old
-    and new (cell, row). Returns ``(log π(x') − log π(x) − log q(x → x'), entries)``."""
+    and new (cell, row). A descendant ``w`` with ``num_of[w] < 0`` holds observed values (module
+    notes, "Observed values"): it moves to its new row with its value kept, and no factor of
+    ``q`` is drawn or counted. Returns ``(log π(x') − log π(x) − log q(x → x'), entries)``."""
     log_ratio = 0.0
     e = 0
     for t in range(m):
@@ -236,7 +247,9 @@ def _forward(
                 w, o_cell, o_row, np.int64(-1), True, cell_n, row_n,
                 kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
             )  # fmt: skip
-            if i > 0:  # draw from the predictive of the new row; −log q(forward)
+            if i > 0 and num_of[w] < 0:  # an observed value (released record): it stays
+                kw = ow
+            elif i > 0:  # draw from the predictive of the new row; −log q(forward)
                 # the new row holds row_n[n_row] records (this one is out of the family)
                 u = np.random.random() * (row_n[n_row] + card[w] * alpha[w])
                 kw = card[w] - 1
@@ -281,8 +294,10 @@ def _reverse(e_n, step, logs, num_of, den_of, dset, moved, cell_n, row_n):
             row_n[moved[e, 3]] -= 1
             o_cell = moved[e, 0]
             o_row = moved[e, 1]
-            # the record is out of both rows while its old value is weighed
-            lq += logs[num_of[w], cell_n[o_cell] - 1] - logs[den_of[w], row_n[o_row]]
+            # the record is out of both rows while its old value is weighed (an observed value
+            # was kept, not drawn: no factor)
+            if num_of[w] >= 0:
+                lq += logs[num_of[w], cell_n[o_cell] - 1] - logs[den_of[w], row_n[o_row]]
             row_n[o_row] += 1
     return lq
 

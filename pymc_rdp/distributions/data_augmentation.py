@@ -19,6 +19,9 @@ Mechanisms
 Gaussian, Laplace (and their discrete versions) and Dirichlet releases, read into one density
 form each by the registry :data:`OBSERVATIONS` (keyed on ``mechanism.name``); a new mechanism
 adds one entry with :func:`register_observation`.
+Randomized response releases each record's value of a node instead of a table; its likelihood
+factors over the records, and the sampler observes it through an extra child of the node whose
+values are the released ones, fixed (:mod:`pymc_rdp.distributions.augmentation_records`).
 
 Moves
 -----
@@ -179,6 +182,11 @@ from pymc_rdp.distributions.augmentation_observations import (
     _observation,
     register_observation,
 )
+from pymc_rdp.distributions.augmentation_records import (
+    RECORD_MOVES,
+    internal_layout,
+    released_columns,
+)
 from pymc_rdp.distributions.augmentation_settings import (
     MOVES,
     birth_death_setting,
@@ -314,7 +322,13 @@ class DataAugmentation(AugmentationStep):
     releases : dict
         ``node -> Release`` (noisy family table, flat or (configurations, states)) or
         ``node -> (values, mechanism)`` (e.g. a Dirichlet-released CPT and its
-        :class:`pymc_rdp.DirichletMechanism`). Every node needs one.
+        :class:`pymc_rdp.DirichletMechanism`). Every node needs one. For a node released record
+        by record through randomized response (:class:`pymc_rdp.CategoricalRandomizedResponse`
+        over its states, or :class:`pymc_rdp.RandomizedResponse` for two), ``(values,
+        mechanism)`` with one released state code per record, in the records' order across
+        nodes: its family table is then unreleased, ``n_records`` must be given, and the moves
+        are those of :data:`~pymc_rdp.distributions.augmentation_records.RECORD_MOVES`, which
+        keep the released values fixed (:mod:`pymc_rdp.distributions.augmentation_records`).
     n_records : int or None
         The number of records ``N`` when known and public; ``None`` for an unknown ``N`` (then
         ``n_prior`` is required).
@@ -384,7 +398,9 @@ class DataAugmentation(AugmentationStep):
     ValueError
         A node without a release, a release whose shape disagrees with the structure, a
         mechanism without a count density here, a post-processed (clamped/rounded/normalised)
-        release, a bad ``n_records`` or ``alpha0``, an unknown move.
+        release, a bad ``n_records`` or ``alpha0``, an unknown move; released records whose
+        number is not ``n_records``, whose codes or number of values disagree with the node's
+        states, with an unknown ``N`` or with a move that rewrites them.
     """
 
     def __init__(
@@ -452,8 +468,22 @@ class DataAugmentation(AugmentationStep):
         self.observations = {
             v: _observation(v, releases[v], (len(self.configs[v]), self.cards[v])) for v in nodes
         }
+        from pymc_rdp.distributions._augmentation_kernels import KIND_DIRICHLET
+
         # every release a Dirichlet-mechanism release (no additive noise sd)
-        dirichlet = all(o.count_sd is None for o in self.observations.values())
+        dirichlet = all(o.kind == KIND_DIRICHLET for o in self.observations.values())
+        randomized = [v for v in nodes if self.observations[v].records is not None]
+        if randomized and self.n_records is None:
+            raise ValueError(
+                f"releases: {randomized} are released record by record (randomized response), "
+                "which publishes N: pass n_records=N"
+            )
+        if randomized and moves is not None and set(self.moves) - set(RECORD_MOVES):
+            raise ValueError(
+                f"moves={self.moves!r}: with values released record by record (randomized "
+                f"response) the moves are those of {RECORD_MOVES}, which keep the released "
+                "values fixed"
+            )
         if moves is None and self.n_records is not None and dirichlet:
             # one heat-bath sweep per iteration: chosen when a sweep cost about 2.5 times one
             # for additive noise (the log-gamma terms; tabulated since, about 1.2 times on Adult);
@@ -575,14 +605,17 @@ class DataAugmentation(AugmentationStep):
     def _build_arrays(self) -> None:
         """Lay out the kernels' arrays (see
         :func:`pymc_rdp.distributions.augmentation_arrays.network_arrays`)."""
-        self._net, self._obs, self._alpha, self._index = network_arrays(
-            self.structure,
-            self.cards,
-            self.configs,
-            self.observations,
-            self.alpha0,
-            self._n_scale,
+        layout, cards, configs, observations, self._released = internal_layout(
+            self.structure, self.cards, self.configs, self.observations
         )
+        # the released values, as the columns of the records after the network's nodes
+        self._released_values = released_columns(
+            self.observations, self._released, self.n_records
+        ).astype(RECORD_DTYPE)
+        self._net, self._obs, self._alpha, index = network_arrays(
+            layout, cards, configs, observations, self.alpha0, self._n_scale
+        )
+        self._index = {v: index[v] for v in self.nodes}
 
     # ------------------------------------------------------------------ helpers
 
@@ -620,16 +653,19 @@ class DataAugmentation(AugmentationStep):
         from pymc_rdp.bn.structure import forward_sample
 
         codes = forward_sample(self.structure, self.initial_cpts(), self.cards, self.n_records, rng)
-        return np.ascontiguousarray(
-            np.stack([codes[v] for v in self.nodes], axis=1).astype(RECORD_DTYPE)
-        )
+        x = np.stack([codes[v] for v in self.nodes], axis=1).astype(RECORD_DTYPE)
+        if self._released:  # a node released record by record starts at its released values
+            for c, (_, at, _) in enumerate(self._released):
+                x[:, at] = self._released_values[:, c]
+            x = np.concatenate([x, self._released_values], axis=1)
+        return np.ascontiguousarray(x)
 
     def _checked_records(self, records: Any, n_max: int | None = None) -> np.ndarray:
         """``records`` as a chain's state: (records × nodes) integer codes, each below its
         node's number of states (the kernels index the tables with them unchecked); with an
         unknown ``N``, any number of records up to ``n_max``."""
         r = np.asarray(records)
-        d = len(self.nodes)
+        d = len(self.nodes) + len(self._released)  # and one column per released node's values
         if n_max is None:
             if r.shape != (self.n_records, d):
                 raise ValueError(f"records must have shape {(self.n_records, d)}")
@@ -640,6 +676,11 @@ class DataAugmentation(AugmentationStep):
         if r.size and (r.min() < 0 or bool((r >= self._net[0]).any())):
             raise ValueError(
                 "records must hold state codes from 0 to each node's number of states − 1"
+            )
+        if self._released and not np.array_equal(r[:, len(self.nodes) :], self._released_values):
+            raise ValueError(
+                "records: the columns after the network's nodes must hold the released values "
+                "(randomized response), unchanged"
             )
         return np.array(r, dtype=RECORD_DTYPE)
 
@@ -726,13 +767,14 @@ class DataAugmentation(AugmentationStep):
         # row-block sizes adapt to an acceptance near _TARGET_ACCEPT during tuning only (the
         # kept draws use fixed sizes, so each kept transition is one fixed exact kernel)
         row_size = [float(m) for m in sizes]
-        size_cap = _size_caps(obs[0], sizes)
+        size_cap = _size_caps(obs[0][: len(sizes)], sizes)
         tree_size = list(row_size)
         key_limit = kg.KEY_SPACE_LIMIT if self._key_space_limit is None else self._key_space_limit
         one_by_one = kg.one_by_one_nodes(net, x.shape[0], key_limit)
         n_ch, ch = net[6], net[7]
+        n_all = len(net[0])  # the nodes, then any released node's extra child (fixed values)
         desc, n_desc = kt.descendants(
-            {i: [int(w) for w in ch[i, : n_ch[i]]] for i in nodes}, len(self.nodes)
+            {i: [int(w) for w in ch[i, : n_ch[i]]] for i in range(n_all)}, n_all
         )
         # subtree moves make per_row proposals too: each redraws only the descendants whose
         # parents changed, so a node with many descendants costs no more per proposal (alarm,
@@ -773,14 +815,16 @@ class DataAugmentation(AugmentationStep):
         n_ctx, ctx, swappable = ks.swap_contexts(net[1], net[2], n_ch, ch, net[0])
         perm = np.arange(self.n_records, dtype=np.int64)  # soma: the subsets' shuffle
         # pair moves: windows of _PAIR_WINDOW block sizes each way, log k! up to N
-        pair_width = np.array([max(1, round(_PAIR_WINDOW * m)) for m in sizes], dtype=np.int64)
+        pair_width = np.ones(n_all, dtype=np.int64)
+        pair_width[: len(sizes)] = [max(1, round(_PAIR_WINDOW * m)) for m in sizes]
         pairing = {"pair", "diffuse_pair"} & set(self.moves)
         log_fact = kp.log_factorials(self.n_records if pairing else 0)
         # heat-bath sweeps: an iteration's first visits every node; with adaptation, the later
         # ones visit the nodes found diffuse in the first tuning iterations (_DIFFUSE_SHARE)
-        every_node = np.ones(len(self.nodes), dtype=np.bool_)
+        every_node = np.zeros(n_all, dtype=np.bool_)  # never a released node's extra child
+        every_node[: len(self.nodes)] = True
         repeat_nodes = every_node
-        tally = np.zeros((len(self.nodes), 2), dtype=np.int64)
+        tally = np.zeros((n_all, 2), dtype=np.int64)
         # ... found where a move visits them: a later sweep, or pair moves after a sweep (the
         # sweeps tally the changes); otherwise no node is singled out
         uses_diffuse = self.moves.count("gibbs") > 1 or (
@@ -797,7 +841,9 @@ class DataAugmentation(AugmentationStep):
         # subtree and child-row moves read the predictive's logarithms from tables
         predictive = None
         if {"subtree", "child_row", "pooled_row", "transfer"} & set(self.moves):
-            predictive = (self._alpha, *kt.predictive_logs(self._alpha, net[0], self.n_records))
+            logs, num_of, den_of = kt.predictive_logs(self._alpha, net[0], self.n_records)
+            num_of[len(self.nodes) :] = -1  # released values: kept, never drawn
+            predictive = (self._alpha, logs, num_of, den_of)
 
         def descend(sweep, units, per, size, cap, it, prior, chosen=None):
             """One sweep of subtree-type moves over ``units`` (nodes or edges; those at the

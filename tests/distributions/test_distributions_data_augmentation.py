@@ -958,10 +958,10 @@ def test_release_of_the_wrong_shape_is_refused():
 
 
 def test_unsupported_mechanism_is_refused():
-    from pymc_rdp.privacy.mechanisms import RandomizedResponse
+    from pymc_rdp.privacy.mechanisms import ExponentialQuantile
 
     rel = _gaussian_releases()
-    rel["a"] = (rel["a"][0], RandomizedResponse(0.8))
+    rel["a"] = (rel["a"][0], ExponentialQuantile(1.0, 0.5, 0.0, 10.0))
     with pytest.raises(ValueError, match="not supported by data augmentation"):
         DataAugmentation(STRUCTURE, STATES, rel, N)
 

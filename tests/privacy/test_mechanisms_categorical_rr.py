@@ -167,9 +167,9 @@ def test_bad_input_is_refused_naming_the_argument():
         with pytest.raises(err, match=word):
             CategoricalRandomizedResponse(p, k)
     m = CategoricalRandomizedResponse(0.6, 3)
-    with pytest.raises(ValueError, match="0..2"):
+    with pytest.raises(ValueError, match=r"0\.\.2"):
         m.release([0, 3])
-    with pytest.raises(ValueError, match="0..2"):
+    with pytest.raises(ValueError, match=r"0\.\.2"):
         m.release([-1])
     with pytest.raises(TypeError, match="integer codes"):
         m.release([0.0, 1.0])
@@ -188,9 +188,11 @@ def test_calibration_to_pure_dp_and_to_an_order():
     up = CategoricalRandomizedResponse(math.nextafter(m.p, 1.0), k)
     assert up.rdp([math.inf])[0] > eps
     at2 = CategoricalRandomizedResponse.calibrate(eps, k, order=2.0)
-    assert at2.rdp([2.0])[0] <= eps < CategoricalRandomizedResponse(
-        math.nextafter(at2.p, 1.0), k
-    ).rdp([2.0])[0]
+    assert (
+        at2.rdp([2.0])[0]
+        <= eps
+        < CategoricalRandomizedResponse(math.nextafter(at2.p, 1.0), k).rdp([2.0])[0]
+    )
     assert at2.p > m.p  # a weaker target: less noise
     with pytest.raises(TypeError, match="k"):
         CategoricalRandomizedResponse.calibrate(eps, 2.5, order=2.0)
