@@ -171,3 +171,19 @@ def test_bad_releases_of_records_are_refused_naming_them():
         DataAugmentation(STRUCTURE, STATES, RELEASED, None, n_prior=np.ones(10))
     with pytest.raises(ValueError, match="keep the released values fixed"):
         DataAugmentation(STRUCTURE, STATES, RELEASED, N, moves=("record",))
+
+
+def test_the_pymc_step_samples_the_same_posterior(exact_all_released):
+    """``pm.sample(step=da)`` on released records: the chain's state keeps the released values
+    and the CPTs' moments agree with the enumeration."""
+    import pymc as pm
+
+    da = DataAugmentation(STRUCTURE, STATES, RELEASED, N, moves=("gibbs", "subtree"))
+    with da.build_model():
+        idata = pm.sample(
+            step=da, draws=3000, tune=100, chains=2, cores=1, random_seed=3,
+            progressbar=False, compute_convergence_checks=False,
+        )  # fmt: skip
+    for col, v in enumerate("abc"):
+        np.testing.assert_array_equal(da._x[:, 3 + col], np.asarray(RELEASED[v][0]).astype(int))
+    assert max_z(idata, exact_all_released) < 4.5
