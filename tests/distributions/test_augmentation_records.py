@@ -12,8 +12,13 @@ import math
 
 import numpy as np
 import pytest
-from scipy.special import gammaln
-from test_distributions_data_augmentation import _family_tables, _log_eta, max_z
+from test_distributions_data_augmentation import (
+    _family_tables,
+    _log_eta,
+    max_z,
+    mixed_moments,
+    score_and_moments,
+)
 
 from pymc_rdp.distributions.data_augmentation import DataAugmentation
 from pymc_rdp.privacy.mechanisms import (
@@ -63,30 +68,11 @@ def exact_record_moments(structure, states, randomized, tables, n, alpha0=1.0):
     for assign in itertools.product(range(n_joint), repeat=n):
         joint = np.bincount(assign, minlength=n_joint)
         fam = _family_tables(joint, structure, cards)
-        lw = float(rec[np.arange(n), list(assign)].sum())
-        m1, m2 = {}, {}
-        for v, s in fam.items():
-            a = alpha0 + s
-            big = a.sum(axis=1, keepdims=True)
-            lw += float(
-                np.sum(gammaln(a))
-                - np.sum(gammaln(big))
-                - s.shape[0] * (cards[v] * gammaln(alpha0) - gammaln(cards[v] * alpha0))
-            )
-            m1[v] = a / big
-            m2[v] = a * (a + 1) / (big * (big + 1))
-        logw.append(lw + _log_eta(fam, tables))
+        score, m1, m2 = score_and_moments(fam, cards, alpha0)
+        logw.append(float(rec[np.arange(n), list(assign)].sum()) + score + _log_eta(fam, tables))
         first.append(m1)
         second.append(m2)
-    w = np.exp(np.array(logw) - np.max(logw))
-    w /= w.sum()
-    return {
-        v: (
-            sum(wi * f[v] for wi, f in zip(w, first, strict=True)),
-            sum(wi * s[v] for wi, s in zip(w, second, strict=True)),
-        )
-        for v in nodes
-    }
+    return mixed_moments(logw, first, second, nodes)
 
 
 @pytest.fixture(scope="module")

@@ -89,21 +89,33 @@ def exact_moments(structure, states, releases, n, alpha0=1.0):
     logw, first, second = [], [], []
     for joint in _compositions(n, j):
         tables = _family_tables(joint, structure, cards)
-        lw = gammaln(n + 1) - np.sum(gammaln(joint + 1))
-        m1, m2 = {}, {}
-        for v, s in tables.items():
-            a = alpha0 + s
-            big = a.sum(axis=1, keepdims=True)
-            lw += (
-                np.sum(gammaln(a))
-                - np.sum(gammaln(big))
-                - s.shape[0] * (cards[v] * gammaln(alpha0) - gammaln(cards[v] * alpha0))
-            )
-            m1[v] = a / big
-            m2[v] = a * (a + 1) / (big * (big + 1))
+        score, m1, m2 = score_and_moments(tables, cards, alpha0)
+        lw = gammaln(n + 1) - np.sum(gammaln(joint + 1)) + score
         logw.append(lw + _log_eta(tables, releases))
         first.append(m1)
         second.append(m2)
+    return mixed_moments(logw, first, second, structure)
+
+
+def score_and_moments(tables, cards, alpha0):
+    """The Bayesian-Dirichlet log marginal of ordered records with these family tables, and
+    each CPT entry's first and second moments given them: ``(score, m1, m2)``."""
+    score, m1, m2 = 0.0, {}, {}
+    for v, s in tables.items():
+        a = alpha0 + s
+        big = a.sum(axis=1, keepdims=True)
+        score += float(
+            np.sum(gammaln(a))
+            - np.sum(gammaln(big))
+            - s.shape[0] * (cards[v] * gammaln(alpha0) - gammaln(cards[v] * alpha0))
+        )
+        m1[v] = a / big
+        m2[v] = a * (a + 1) / (big * (big + 1))
+    return score, m1, m2
+
+
+def mixed_moments(logw, first, second, nodes):
+    """The moments of the mixture with log weights ``logw``: node -> (mean, second moment)."""
     w = np.exp(np.array(logw) - np.max(logw))
     w /= w.sum()
     return {
@@ -111,7 +123,7 @@ def exact_moments(structure, states, releases, n, alpha0=1.0):
             sum(wi * f[v] for wi, f in zip(w, first, strict=True)),
             sum(wi * s[v] for wi, s in zip(w, second, strict=True)),
         )
-        for v in structure
+        for v in nodes
     }
 
 
