@@ -571,7 +571,8 @@ class DataAugmentation(AugmentationStep):
         # set by fit only when the caller declared N public (public_total=N)
         totals = {getattr(r, "total", None) for r in releases.values()}
         n = totals.pop() if len(totals) == 1 else None
-        probabilities = bn.family_mechanism.releases_probabilities
+        # None for randomised records, whose releases carry N (public_total)
+        probabilities = getattr(bn.family_mechanism, "releases_probabilities", False)
         if n is None and options.get("n_prior") is None:
             if probabilities:
                 raise ValueError(

@@ -44,6 +44,14 @@ Mechanisms
     :class:`pymc_rdp.NoisyCounts` with the latent true counts marginalised. With
     ``noise_aware=False`` the CPTs are the paper's naive baseline: noisy counts clipped at 1e-6
     and normalised per row.
+``"randomized_response"``
+    Not tables but the records themselves, each node's value randomised on its own (k-ary
+    randomized response, :class:`pymc_rdp.CategoricalRandomizedResponse`), one released row per
+    record; one record's row is the only one that differs between neighbours, so the fit costs
+    the nodes' curves summed, one charge per node (:mod:`pymc_rdp.models.network_randomized`).
+    It needs ``public_total=len(df)`` (the rows publish ``N``), replace-one neighbours and a
+    pandas frame. ``sample()`` draws the exact posterior by data augmentation; :attr:`cpts` is
+    a moment estimate until then.
 ``"none"``
     No privacy: the conjugate posterior ``Dirichlet(alpha0 + n[c, :])`` of every row.
 
@@ -238,7 +246,9 @@ class BayesianNetwork:
     def fit(
         self,
         df: Any,
-        mechanism: Literal["dirichlet", "gaussian", "laplace", "none"] = "dirichlet",
+        mechanism: Literal[
+            "dirichlet", "gaussian", "laplace", "randomized_response", "none"
+        ] = "dirichlet",
         epsilon: float | None = None,
         order: float | None = None,
         delta: float | None = None,
@@ -263,8 +273,9 @@ class BayesianNetwork:
             counted in memory; any other frame narwhals supports (Polars, PyArrow, DuckDB,
             PySpark, Ibis) is counted by its own engine
             (:func:`pymc_rdp.curation.counting.count_tables`).
-        mechanism : {"dirichlet", "gaussian", "laplace", "none"}
-            How each family table is released (see the module notes).
+        mechanism : {"dirichlet", "gaussian", "laplace", "randomized_response", "none"}
+            How each family table is released, or for ``"randomized_response"`` each record
+            (see the module notes).
         epsilon : float
             The privacy budget of the whole fit (> 0): ε at ``order`` or ε of (ε, δ).
         order : float, optional

@@ -29,7 +29,7 @@ from pymc_rdp.privacy.neighbours import check_neighbours
 
 __all__ = ["NAIVE_FLOOR", "fit_network", "naive_cpt", "normalise_rows", "release_tables"]
 
-_MECHANISMS = (*TABLE_MECHANISMS, "none")
+_MECHANISMS = (*TABLE_MECHANISMS, "randomized_response", "none")
 
 _LIKELIHOODS = ("auto", "multinomial", "poissonised")
 #: clipping floor of the naive baseline (Ponnoprat 2023, Sec. 6, Gaussian and Laplace baselines)
@@ -101,6 +101,24 @@ def fit_network(
     )
     states, tables, cards = counted.states, counted.tables, counted.cards
     n_public = check_public_total(public_total, counted.n_records)
+    if mechanism == "randomized_response":  # records, not tables (network_randomized)
+        from pymc_rdp.models.network_randomized import fit_randomized
+
+        if accountant is None:  # a refit charges the accountant of the previous fit
+            accountant = bn.__dict__.get("_last_accountant")
+        return fit_randomized(
+            bn,
+            df,
+            counted,
+            epsilon=epsilon,
+            order=order,
+            delta=delta,
+            neighbours=neighbours,
+            accountant=accountant,
+            alpha0=alpha0,
+            source=source,
+            public_total=n_public,
+        )
 
     acc = mech = None
     if mechanism != "none":

@@ -1,8 +1,9 @@
 """Which sampler :meth:`pymc_rdp.BayesianNetwork.sample` runs, and the data-augmentation run.
 
 ``sampler="augmentation"`` (the default of every noise-aware fit: Gaussian and Laplace tables,
-per-family or joint, and Dirichlet-released CPTs) draws the exact posterior of the CPTs given the
-releases with :class:`pymc_rdp.DataAugmentation` (its fast path, :meth:`DataAugmentation.sample`).
+per-family or joint, and Dirichlet-released CPTs; the only sampler of randomised records) draws
+the exact posterior of the CPTs given the releases with :class:`pymc_rdp.DataAugmentation` (its
+fast path, :meth:`DataAugmentation.sample`).
 ``sampler="nuts"`` keeps the earlier behaviour: NUTS on the fit's PyMC model (per-family or joint
 likelihood), or for a Dirichlet fit the released CPTs as one draw (no NUTS model exists for
 them). Fits without privacy draw their conjugate posterior exactly and the naive baseline returns
@@ -31,6 +32,13 @@ def resolve_sampler(bn: Any, sampler: str | None) -> str:
     """
     if sampler is not None and sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {SAMPLERS} or None, got {sampler!r}")
+    if bn.mechanism == "randomized_response":  # records, observed by data augmentation only
+        if sampler == "nuts":
+            raise ValueError(
+                "sampler='nuts': there is no NUTS model of randomised records; call sample() "
+                "without sampler= (the exact posterior by data augmentation)"
+            )
+        return "augmentation"
     released = TABLE_MECHANISMS.get(bn.mechanism)  # None: no privacy, or the naive baseline
     aware = released is not None and (released.releases_probabilities or bool(bn.noise_aware))
     if not aware:

@@ -1,0 +1,214 @@
+"""Fitting a :class:`pymc_rdp.BayesianNetwork` by randomized response on every record.
+
+``fit(df, mechanism="randomized_response", ...)`` randomises each record's value of every node
+(k-ary randomized response, :class:`pymc_rdp.CategoricalRandomizedResponse`) and releases the
+randomised records, one row per record, in place of family tables.
+
+Budget
+------
+Neighbouring data sets differ in one record (``neighbours="replace-one"``), whose released row
+is the only one whose law changes; the other rows cancel. So the fit costs one record's curve,
+the sum over the nodes of their randomized-response curves (Mironov 2017, Proposition 1), and
+each node is charged once under its own tag. Every node gets the same pure-DP share ``ε₀``,
+``p_v = e^{ε₀}/(e^{ε₀} + K_v − 1)`` (Kairouz, Oh & Viswanath 2016), the largest ``ε₀`` whose
+summed curve meets the fit's budget (ε at order λ, or (ε, δ) through the accountant's
+conversion), found by bisection.
+
+What leaves the curator
+-----------------------
+The randomised rows, and so their number ``N``: the caller must declare ``N`` public
+(``public_total=len(df)``, recorded in the ledger), and add/remove neighbours, under which ``N``
+would be private, are refused. States read from the data are declared as for table releases.
+Everything is checked and charged before the first value is randomised.
+
+The analyst's side
+------------------
+The released rows are observed by :class:`pymc_rdp.DataAugmentation`
+(:mod:`pymc_rdp.distributions.augmentation_records`): ``sample()`` draws the exact posterior of
+the CPTs given them. Before sampling, :attr:`~pymc_rdp.BayesianNetwork.cpts` holds a moment
+estimate: each family table of the released rows with the mechanisms' matrices inverted along
+its axes (``E[T̃] = (M_{pa} ⊗ M_v) T``), negative entries set to zero, ``α₀`` added and the rows
+normalised.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from pymc_rdp.curation.charge import PlannedRelease, release_plan
+from pymc_rdp.curation.domains import declare_from_data
+from pymc_rdp.curation.family_tables import check_public_total
+from pymc_rdp.curation.release import Release
+from pymc_rdp.curation.table_budget import make_accountant
+
+__all__ = ["calibrate_records", "fit_randomized", "moment_cpts"]
+
+
+def calibrate_records(
+    cards: list[int], epsilon: float, order: float | None, delta: float | None, orders: Any
+) -> list[Any]:
+    """One :class:`~pymc_rdp.CategoricalRandomizedResponse` per node (``cards`` their numbers
+    of states), with the same pure-DP share each, whose summed curve meets the budget (module
+    notes).
+
+    Raises
+    ------
+    ValueError
+        A node with fewer than two states.
+    """
+    from pymc_rdp.privacy.calibration import least_noise
+    from pymc_rdp.privacy.mechanisms import CategoricalRandomizedResponse
+    from pymc_rdp.privacy.mechanisms.base import CalibrationTarget
+
+    if any(k < 2 for k in cards):
+        raise ValueError("mechanism='randomized_response' needs two or more states per node")
+    # the accountant's orders convert an (ε, δ) budget; an order budget is met at that order
+    target = CalibrationTarget(epsilon, order, delta, orders if delta is not None else None)
+
+    def mechanisms(share: float) -> list[Any]:
+        return [CategoricalRandomizedResponse.calibrate(share, k, order=math.inf) for k in cards]
+
+    def meets(x: float) -> bool:  # x = 1/ε₀: more noise as x grows
+        return target.met_by(sum(m.rdp(target.orders) for m in mechanisms(1.0 / x)))
+
+    share = 1.0 / least_noise(meets, len(cards) / target.epsilon)
+    out = mechanisms(share)
+    if not target.met_by(sum(m.rdp(target.orders) for m in out)):  # pragma: no cover - guard
+        raise RuntimeError("randomized response: the calibrated mechanisms miss the budget")
+    return out
+
+
+def moment_cpts(
+    released: dict[str, np.ndarray], structure: Any, cards: dict[str, int], mechs: dict, alpha0
+) -> dict[str, np.ndarray]:
+    """The moment estimate of every CPT from the released rows (module notes)."""
+    from pymc_rdp.bn.tables import config_index
+
+    n = len(next(iter(released.values())))
+    inverse = {}
+    for v, m in mechs.items():
+        mat = np.full((m.k, m.k), m.q)
+        np.fill_diagonal(mat, m.p)
+        inverse[v] = np.linalg.inv(mat)  # E[released table] = M^T applied along each axis
+    out = {}
+    for v in structure.order:
+        parents = list(structure.parents[v])
+        rows = config_index(released, parents, cards, n)
+        n_rows = int(np.prod([cards[p] for p in parents])) if parents else 1
+        table = np.zeros((n_rows, cards[v]))
+        np.add.at(table, (rows, released[v]), 1.0)
+        full = table.reshape([*(cards[p] for p in parents), cards[v]])
+        for axis, u in enumerate([*parents, v]):
+            full = np.moveaxis(np.tensordot(inverse[u].T, full, axes=([1], [axis])), 0, axis)
+        est = np.maximum(full.reshape(n_rows, cards[v]), 0.0) + alpha0
+        out[v] = est / est.sum(axis=1, keepdims=True)
+    return out
+
+
+def fit_randomized(
+    bn: Any,
+    df: Any,
+    counted: Any,
+    *,
+    epsilon: float,
+    order: float | None,
+    delta: float | None,
+    neighbours: str,
+    accountant: Any,
+    alpha0: float,
+    source: Any,
+    public_total: int | None,
+) -> Any:
+    """The body of ``fit(mechanism="randomized_response")`` (module notes); returns ``bn``.
+
+    Raises
+    ------
+    ValueError
+        Add/remove neighbours, ``N`` not declared public, a node with one state.
+    TypeError
+        ``df`` is not a pandas DataFrame (the records are randomised in memory).
+    BudgetExceededError
+        The release does not fit the accountant's remaining budget; nothing was drawn.
+    """
+    import pandas as pd
+
+    from pymc_rdp.bn.tables import encode_frame
+    from pymc_rdp.distributions.bn_models import point_model
+
+    if neighbours != "replace-one":
+        raise ValueError(
+            "mechanism='randomized_response' releases one row per record, which publishes N: "
+            "only neighbours='replace-one' (N fixed and public) applies"
+        )
+    n_public = check_public_total(public_total, counted.n_records)
+    if n_public is None:
+        raise ValueError(
+            "mechanism='randomized_response' releases one row per record, which publishes N: "
+            "declare it public with public_total=len(df)"
+        )
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(
+            "mechanism='randomized_response' randomises each record in memory: pass a pandas "
+            f"DataFrame (got {type(df).__name__}; e.g. its .to_pandas())"
+        )
+    states, cards = counted.states, counted.cards
+    codes = encode_frame(df, {v: states[v] for v in bn.nodes})
+    acc = make_accountant(accountant, epsilon, order, delta)
+    bn._last_accountant = acc
+    mechs = dict(
+        zip(
+            bn.nodes,
+            calibrate_records(
+                [cards[v] for v in bn.nodes],
+                epsilon,
+                order,
+                delta,
+                np.asarray(acc.orders, dtype=np.float64),
+            ),
+            strict=True,
+        )
+    )
+    plan = [
+        PlannedRelease(
+            mechs[v], codes[v], f"bn:{v}", neighbours="replace-one", public_total=float(n_public)
+        )
+        for v in bn.nodes
+    ]
+    released = release_plan(
+        plan,
+        acc,
+        noise_source=source,
+        declarations=[
+            lambda a: declare_from_data(a, counted.from_data, "BayesianNetwork.fit"),
+            (
+                "public_total",
+                f"the number of records N = {n_public} of the fit was declared public by the "
+                "caller (randomized response releases one row per record)",
+            ),
+        ],
+        refusal=(
+            f"the {len(plan)} randomized-response releases (one per node) do not fit into the "
+            "accountant's remaining budget (without accountant=, a refit is charged to the "
+            "accountant of the previous fit)"
+        ),
+    )
+    releases: dict[str, Release] = dict(zip(bn.nodes, released, strict=True))
+    bn._reset()
+    bn.mechanism = "randomized_response"
+    bn.neighbours = neighbours
+    bn.noise_aware = None
+    bn.noise_model = None
+    bn.states = states
+    bn.cards = cards
+    bn.n_records = n_public
+    bn.alpha0 = alpha0
+    bn.accountant = acc
+    bn.releases = releases
+    values = {v: np.asarray(r.values).astype(np.int64) for v, r in releases.items()}
+    bn._point_cpts = moment_cpts(values, bn.structure, cards, mechs, alpha0)
+    bn.model = point_model(bn, bn._point_cpts)
+    bn._fitted = True
+    return bn
