@@ -1,7 +1,9 @@
 """Export a ledger as dp-accounting ``DpEvent``s, so that anyone can recompute its ε there.
 
 Each entry becomes the event of its mechanism, wrapped in ``SelfComposedDpEvent`` when its count
-is above 1, and the ledger one ``ComposedDpEvent``:
+is above 1 (randomized response: that many copies in a ``ComposedDpEvent``, since dp-accounting
+0.6.0's PLD accountant composes a self-composed randomized-response event once, whatever its
+count), and the ledger one ``ComposedDpEvent``:
 
 ==========================  ===========================================================
 mechanism                   event
@@ -74,11 +76,20 @@ def mechanism_event(name: str, params: dict[str, Any]) -> Any:
     return dpa.UnsupportedDpEvent()
 
 
+#: events that dp-accounting's PLD accountant (0.6.0) composes once whatever the count of a
+#: ``SelfComposedDpEvent`` or of ``compose(event, count)``: exported as that many copies instead
+_COPIED = frozenset({"randomized_response", "categorical_randomized_response"})
+
+
 def _entry_event(name: str, params: dict[str, Any], count: int) -> Any:
     import dp_accounting as dpa
 
     ev = mechanism_event(name, params)
-    return ev if count == 1 else dpa.SelfComposedDpEvent(ev, int(count))
+    if count == 1:
+        return ev
+    if name in _COPIED:
+        return dpa.ComposedDpEvent([ev] * int(count))
+    return dpa.SelfComposedDpEvent(ev, int(count))
 
 
 def ledger_to_dp_events(rows: Iterable[Row], notes: list[str] | None = None) -> Any:

@@ -21,8 +21,8 @@ for a ledger of releases, three bounds and says which applies:
     evaluated in log space with ``log_ndtr``; absolute error below 1e-12, then moved up to the
     first float that meets δ).
 
-``"pld"`` (every entry has a privacy-loss distribution: Gaussian, Laplace, binary randomized
-response, discrete Laplace with an integer sensitivity)
+``"pld"`` (every entry has a privacy-loss distribution: Gaussian, Laplace, binary and k-ary
+randomized response, discrete Laplace with an integer sensitivity)
     The composed privacy-loss distribution of Google's dp-accounting
     (``dp_accounting.pld.privacy_loss_distribution``, Meiser & Mohammadi 2018; Koskela, Jälkö &
     Honkela 2020; the connect-the-dots discretisation of Doroshenko, Ghazi, Kamath, Kumar &
@@ -129,7 +129,15 @@ def pld_interval(rdp_epsilon: float) -> float:
     return PLD_INTERVAL * 2.0 ** min(20, math.ceil(math.log2(e / 2.0)))
 
 
-_PLD_NAMES = frozenset({"gaussian", "laplace", "randomized_response", "discrete_laplace"})
+_PLD_NAMES = frozenset(
+    {
+        "gaussian",
+        "laplace",
+        "randomized_response",
+        "categorical_randomized_response",
+        "discrete_laplace",
+    }
+)
 
 
 def pld_available() -> bool:
@@ -185,6 +193,8 @@ def _pld_key(name: str, params: dict[str, Any]) -> tuple | None:
             return ("laplace", float(params["scale"]), float(params["sensitivity"]))
         if name == "randomized_response":
             return ("randomized_response", float(params["p"]))
+        if name == "categorical_randomized_response":
+            return ("categorical_randomized_response", float(params["p"]), int(params["k"]))
         if name == "discrete_laplace":
             sens = float(params["sensitivity"])
             if sens != round(sens) or sens < 1:
@@ -302,6 +312,15 @@ def _single_pld(key: tuple, count: int, pessimistic: bool, interval: float) -> A
         one = pld.from_randomized_response(
             noise_parameter=2.0 * (1.0 - key[1]),
             num_buckets=2,
+            neighboring_relation=NeighboringRelation.REPLACE_ONE,
+            **common,
+        )
+    elif kind == "categorical_randomized_response":
+        # dp-accounting's noise η: uniform over all k buckets with probability η, so the value
+        # is kept with probability 1 − η (k − 1)/k = p, i.e. η = k (1 − p)/(k − 1)
+        one = pld.from_randomized_response(
+            noise_parameter=key[2] * (1.0 - key[1]) / (key[2] - 1),
+            num_buckets=key[2],
             neighboring_relation=NeighboringRelation.REPLACE_ONE,
             **common,
         )

@@ -206,3 +206,38 @@ def test_ledger_round_trip_recomputes_the_curve():
     back = Accountant.from_json(acc.to_json())
     np.testing.assert_allclose(back.rdp(), acc.rdp(), rtol=0)
     np.testing.assert_allclose(acc.rdp(), 2 * m.rdp(acc.orders), rtol=1e-12)
+
+
+def test_privacy_loss_distributions_compose_and_export_every_copy():
+    """The PLD bound of repeated k-ary randomized response, against the exact ε and against
+    dp-accounting's PLD accountant on the exported events. dp-accounting 0.6.0 composes a
+    self-composed randomized-response event once whatever its count, so the export lists the
+    copies; the self-composed form is checked to fail here, the defect the export avoids."""
+    dpa = pytest.importorskip("dp_accounting")
+    from dp_accounting.pld import pld_privacy_accountant as ppa
+
+    mechs = [
+        CategoricalRandomizedResponse(0.6, 3),
+        CategoricalRandomizedResponse(0.7, 5),
+        CategoricalRandomizedResponse(0.88, 2),
+    ]
+    acc = Accountant()
+    for m in mechs:
+        acc.spend(m, count=2)
+    # every loss is ±log(p/q) or 0; the largest total, 2 Σ log(p/q), has probability
+    # (0.6 · 0.7 · 0.88)² = 0.137 > δ, so ε(δ) is that total exactly
+    exact = 2 * sum(math.log(m.p / m.q) for m in mechs)
+    assert acc.epsilon(1e-6, "pld") == pytest.approx(exact, abs=5e-3)
+    assert acc.epsilon(1e-6, "pld") >= exact - 1e-9
+
+    def theirs(event):
+        t = ppa.PLDAccountant(
+            neighboring_relation=dpa.NeighboringRelation.REPLACE_ONE,
+            value_discretization_interval=1e-4,
+        )
+        t.compose(event)
+        return t.get_epsilon(1e-6)
+
+    assert theirs(acc.to_dp_events()) == pytest.approx(exact, abs=5e-3)
+    one = acc.to_dp_events().events[0].events[0]  # the first entry's first copy
+    assert theirs(dpa.SelfComposedDpEvent(one, 2)) == pytest.approx(math.log(0.6 / 0.2), abs=1e-3)
