@@ -735,7 +735,8 @@ class DataAugmentation(AugmentationStep):
             Acceptance rate per kept iteration of each move in :attr:`moves`.
         records : numpy.ndarray
             The final latent records (records × nodes, state codes as int32, this module's
-            ``RECORD_DTYPE``).
+            ``RECORD_DTYPE``), then one column per node released record by record: its
+            released values, unchanged (:mod:`pymc_rdp.distributions.augmentation_records`).
         """
         from pymc_rdp.distributions import _augmentation_kernels as k
         from pymc_rdp.distributions import augmentation_ancillary as ka
