@@ -27,7 +27,14 @@ from pymc_rdp.curation.table_budget import (
 from pymc_rdp.distributions.bn_models import conjugate_model, noise_aware_model, point_model
 from pymc_rdp.privacy.neighbours import check_neighbours
 
-__all__ = ["NAIVE_FLOOR", "fit_network", "naive_cpt", "normalise_rows", "release_tables"]
+__all__ = [
+    "NAIVE_FLOOR",
+    "fit_declarations",
+    "fit_network",
+    "naive_cpt",
+    "normalise_rows",
+    "release_tables",
+]
 
 _MECHANISMS = (*TABLE_MECHANISMS, "randomized_response", "none")
 
@@ -101,11 +108,11 @@ def fit_network(
     )
     states, tables, cards = counted.states, counted.tables, counted.cards
     n_public = check_public_total(public_total, counted.n_records)
+    if mechanism != "none" and accountant is None:
+        accountant = bn.__dict__.get("_last_accountant")  # a refit charges the previous fit's
     if mechanism == "randomized_response":  # records, not tables (network_randomized)
         from pymc_rdp.models.network_randomized import fit_randomized
 
-        if accountant is None:  # a refit charges the accountant of the previous fit
-            accountant = bn.__dict__.get("_last_accountant")
         return fit_randomized(
             bn,
             df,
@@ -122,8 +129,6 @@ def fit_network(
 
     acc = mech = None
     if mechanism != "none":
-        if accountant is None:  # a refit charges the accountant of the previous fit
-            accountant = bn.__dict__.get("_last_accountant")
         acc = make_accountant(accountant, epsilon, order, delta)
         bn._last_accountant = acc
         mech = calibrate_tables(
@@ -214,20 +219,11 @@ def release_tables(
         )
         for v in bn.nodes
     ]
-    declarations: list[Any] = [lambda a: declare_from_data(a, from_data, "BayesianNetwork.fit")]
-    if n_public is not None:
-        declarations.append(
-            (
-                "public_total",
-                f"the number of records N = {n_public} of the fit was declared public by "
-                "the caller",
-            )
-        )
     released = release_plan(
         plan,
         acc,
         noise_source=source,
-        declarations=declarations,
+        declarations=fit_declarations(from_data, n_public),
         refusal=(
             f"the {len(plan)} family releases ({mech!r} each) do not fit into the "
             "accountant's remaining budget (without accountant=, a refit is charged to "
@@ -235,6 +231,21 @@ def release_tables(
         ),
     )
     return dict(zip(bn.nodes, released, strict=True))
+
+
+def fit_declarations(from_data: list[str], n_public: int | None, why: str = "") -> list[Any]:
+    """The ledger declarations of a fit's release plan: the nodes whose states were read from
+    the data, and ``N`` when the caller declared it public (``why`` appended to its text)."""
+    declarations: list[Any] = [lambda a: declare_from_data(a, from_data, "BayesianNetwork.fit")]
+    if n_public is not None:
+        declarations.append(
+            (
+                "public_total",
+                f"the number of records N = {n_public} of the fit was declared public by "
+                f"the caller{why}",
+            )
+        )
+    return declarations
 
 
 def naive_cpt(noisy: np.ndarray) -> np.ndarray:

@@ -39,10 +39,10 @@ from typing import Any
 import numpy as np
 
 from pymc_rdp.curation.charge import PlannedRelease, release_plan
-from pymc_rdp.curation.domains import declare_from_data
 from pymc_rdp.curation.family_tables import check_public_total
 from pymc_rdp.curation.release import Release
 from pymc_rdp.curation.table_budget import make_accountant
+from pymc_rdp.models.network_fit import fit_declarations
 
 __all__ = ["calibrate_records", "fit_randomized", "moment_cpts"]
 
@@ -181,14 +181,9 @@ def fit_randomized(
         plan,
         acc,
         noise_source=source,
-        declarations=[
-            lambda a: declare_from_data(a, counted.from_data, "BayesianNetwork.fit"),
-            (
-                "public_total",
-                f"the number of records N = {n_public} of the fit was declared public by the "
-                "caller (randomized response releases one row per record)",
-            ),
-        ],
+        declarations=fit_declarations(
+            counted.from_data, n_public, " (randomized response releases one row per record)"
+        ),
         refusal=(
             f"the {len(plan)} randomized-response releases (one per node) do not fit into the "
             "accountant's remaining budget (without accountant=, a refit is charged to the "
