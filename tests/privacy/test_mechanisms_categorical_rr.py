@@ -12,7 +12,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pymc_rdp import Accountant, CategoricalRandomizedResponse, mechanism_from_dict
+from pymc_rdp import (
+    Accountant,
+    CategoricalRandomizedResponse,
+    RandomizedResponse,
+    mechanism_from_dict,
+)
 from pymc_rdp.privacy import rdp
 from pymc_rdp.privacy.mechanisms.noise import NoiseSource, UnsafeNoiseSeed
 
@@ -89,28 +94,25 @@ def test_dp_accountings_rdp_accountant_computes_the_same_curve():
 
 
 class _Counting(NoiseSource):
-    """Every b-bit pattern in turn (0, 1, …, 2^b − 1, 0, …) for the keep draw and every value
-    below k − 1 in turn for the replacement: the release's frequencies over one cycle are its
-    exact probabilities."""
+    """Words whose bits are a counter's, reversed: word ``i``'s top ``t`` bits run through every
+    ``t``-bit pattern over each aligned block of ``2^t`` words, whatever ``t``. Over whole
+    cycles the release's frequencies are its exact probabilities."""
 
     secure = False
 
     def __init__(self) -> None:
-        self.next_bits = 0
-        self.next_other = 0
+        self.counter = 0
 
     def randbits(self, k: int) -> int:
-        out = self.next_bits % (1 << k)
-        self.next_bits += 1
-        return out
-
-    def randbelow(self, n: int) -> int:
-        out = self.next_other % n
-        self.next_other += 1
-        return out
+        assert k % 64 == 0, "the sampler draws whole 64-bit words"
+        n = k // 64
+        idx = range(self.counter, self.counter + n)
+        self.counter += n
+        words = np.array([int(f"{i:064b}"[::-1], 2) for i in idx], dtype="<u8")
+        return int.from_bytes(words.tobytes(), "little")
 
 
-@pytest.mark.parametrize(("p", "k"), [(0.75, 3), (0.625, 5), (0.5 + 2**-6, 2)])
+@pytest.mark.parametrize(("p", "k"), [(0.75, 3), (0.625, 5), (0.5 + 2**-6, 2), (0.5 + 2**-6, 9)])
 def test_the_sampler_keeps_with_probability_exactly_p(p, k):
     keep = Fraction(p)
     cycle = keep.denominator
@@ -125,6 +127,13 @@ def test_the_sampler_keeps_with_probability_exactly_p(p, k):
     counts = np.bincount(others, minlength=k)
     assert counts[1] == 0
     assert len({int(c) for i, c in enumerate(counts) if i != 1}) == 1
+
+
+def test_binary_randomized_response_keeps_with_probability_exactly_p():
+    p = 0.5 + 3 * 2**-5
+    out = RandomizedResponse(p).release(np.ones(32), _Counting())
+    assert out.dtype == np.float64
+    assert Fraction(int((out == 1.0).sum()), out.size) == Fraction(p)
 
 
 def test_release_frequencies_match_the_law_by_chi_square():

@@ -11,15 +11,15 @@ Exact sampling
 --------------
 A float ``p`` in (0, 1) is a dyadic rational ``a / 2^b``, so "keep the value" is an event of
 exactly that probability when a uniform ``b``-bit integer falls below ``a``; the replacement is
-a uniform integer below ``k − 1`` (by rejection, :meth:`NoiseSource.randbelow`), shifted past the
-true value. The released values have exactly the distribution the curve is stated for, with no
-floating-point rounding of ``p`` in between.
+a uniform integer below ``k − 1`` (by rejection), shifted past the true value. The released
+values have exactly the distribution the curve is stated for, with no floating-point rounding of
+``p`` in between. The draws are vectorised (:mod:`pymc_rdp.privacy.mechanisms.exact_bits`): all
+keep events first, then the replacements of the values not kept.
 """
 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,9 +27,24 @@ import numpy as np
 from pymc_rdp.privacy import curves as _curves
 from pymc_rdp.privacy.calibration import least_noise
 from pymc_rdp.privacy.mechanisms.base import CalibrationTarget, Mechanism, resolve_orders
-from pymc_rdp.privacy.mechanisms.noise import resolve_noise_source
+from pymc_rdp.privacy.mechanisms.exact_bits import bernoulli_float, uniform_below
+from pymc_rdp.privacy.mechanisms.noise import NoiseSource, resolve_noise_source
 
-__all__ = ["CategoricalRandomizedResponse"]
+__all__ = ["CategoricalRandomizedResponse", "randomize_codes"]
+
+
+def randomize_codes(source: NoiseSource, codes: np.ndarray, p: float, k: int) -> np.ndarray:
+    """k-ary randomized response of 1-D int64 ``codes`` in ``0 .. k − 1``, sampled exactly.
+
+    Each code is kept with probability ``p`` (exactly the float's value) and otherwise replaced
+    by a uniform one of the ``k − 1`` other codes. Returns a new int64 array.
+    """
+    keep = bernoulli_float(source, p, codes.size)
+    out = codes.copy()
+    moved = np.flatnonzero(~keep)
+    other = uniform_below(source, k - 1, moved.size)
+    out[moved] = other + (other >= codes[moved])
+    return out
 
 
 class CategoricalRandomizedResponse(Mechanism):
@@ -101,17 +116,8 @@ class CategoricalRandomizedResponse(Mechanism):
         if x.size and (x.min() < 0 or x.max() >= self.k):
             raise ValueError(f"value must hold integer codes 0..{self.k - 1}")
         source = resolve_noise_source(noise_source)
-        keep = Fraction(self.p)  # exact: a dyadic rational a / 2^b
-        bits = keep.denominator.bit_length() - 1
         flat = x.reshape(-1).astype(np.int64)
-        out = np.empty_like(flat)
-        for i, v in enumerate(flat.tolist()):
-            if source.randbits(bits) < keep.numerator:
-                out[i] = v
-            else:
-                other = source.randbelow(self.k - 1)
-                out[i] = other + (other >= v)
-        return out.reshape(x.shape)
+        return randomize_codes(source, flat, self.p, self.k).reshape(x.shape)
 
     @classmethod
     def calibrate(

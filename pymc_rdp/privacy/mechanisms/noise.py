@@ -6,12 +6,12 @@ the exact counts behind a release. So every release draws from :class:`SystemNoi
 cryptographic generator) unless the caller opts in to :class:`UnsafeNoiseSeed`, whose releases are
 reproducible and are marked in the ledger as *not private*.
 
-Integer-valued samplers (the discrete Gaussian and Laplace) take uniform random bits straight from
-:meth:`NoiseSource.randbits` (``secrets.randbits`` for the system source). Floating-point samplers
-(the Dirichlet mechanism's Gamma draws, the continuous Gaussian and Laplace, randomized response)
-take a NumPy generator from :meth:`NoiseSource.generator`; the system source seeds a fresh PCG64
-with 256 bits of OS entropy for every call, so no state is shared between releases and none ever
-leaves the process.
+Integer-valued samplers (the discrete Gaussian and Laplace, randomized response) take uniform
+random bits straight from :meth:`NoiseSource.randbits` (``secrets.randbits`` for the system
+source). Floating-point samplers (the Dirichlet mechanism's Gamma draws, the continuous Gaussian
+and Laplace) take a NumPy generator from :meth:`NoiseSource.generator`; the system source seeds a
+fresh PCG64 with 256 bits of OS entropy for every call, so no state is shared between releases
+and none ever leaves the process.
 """
 
 from __future__ import annotations

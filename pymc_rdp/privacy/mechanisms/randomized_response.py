@@ -7,6 +7,10 @@ Bernoulli(1 − p), so the mechanism is (α, ε(α))-RDP with
     ε(α) = 1/(α−1) · log[ p^α (1−p)^{1−α} + (1−p)^α p^{1−α} ],   ε(∞) = log(p / (1−p))
 
 (Mironov 2017, "Rényi Differential Privacy", Proposition 5 / Table II).
+
+A bit is kept when a uniform ``b``-bit integer falls below ``a``, where ``p = a / 2^b`` exactly
+(the float's binary value), so the released bits have exactly the law the curve is stated for.
+The sampler is k-ary randomized response's with two values (``randomize_codes``).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pymc_rdp._validation import check_scalar
 from pymc_rdp.privacy import rdp as _rdp
 from pymc_rdp.privacy.calibration import least_noise
 from pymc_rdp.privacy.mechanisms.base import CalibrationTarget, Mechanism, resolve_orders
+from pymc_rdp.privacy.mechanisms.categorical_randomized_response import randomize_codes
 from pymc_rdp.privacy.mechanisms.noise import resolve_noise_source
 
 __all__ = ["RandomizedResponse"]
@@ -67,7 +72,7 @@ class RandomizedResponse(Mechanism):
         return {"p": self.p}
 
     def release(self, value: Any, noise_source: Any = None) -> np.ndarray:
-        """Flip each bit of ``value`` with probability 1 − p.
+        """Flip each bit of ``value`` with probability exactly 1 − p.
 
         Parameters
         ----------
@@ -91,9 +96,10 @@ class RandomizedResponse(Mechanism):
             raise TypeError(f"value must be booleans or 0/1 numbers, got {value!r}") from exc
         if not np.all((x == 0.0) | (x == 1.0)):
             raise ValueError("value must contain only booleans or the numbers 0 and 1")
-        gen = resolve_noise_source(noise_source).generator()
-        flip = gen.random(size=x.shape) < 1.0 - self.p
-        return np.asarray(np.where(flip, 1.0 - x, x), dtype=np.float64)
+        source = resolve_noise_source(noise_source)
+        bits = x.reshape(-1).astype(np.int64)
+        out = randomize_codes(source, bits, self.p, 2)
+        return out.astype(np.float64).reshape(x.shape)
 
     @classmethod
     def calibrate(
