@@ -49,9 +49,10 @@ Mechanisms
     randomized response, :class:`pymc_rdp.CategoricalRandomizedResponse`), one released row per
     record; one record's row is the only one that differs between neighbours, so the fit costs
     the nodes' curves summed, one charge per node (:mod:`pymc_rdp.models.network_randomized`).
-    It needs ``public_total=len(df)`` (the rows publish ``N``), replace-one neighbours and a
-    pandas frame. ``sample()`` draws the exact posterior by data augmentation; :attr:`cpts` is
-    a moment estimate until then.
+    It needs ``public_total=len(df)`` (the rows publish ``N``) and replace-one neighbours; any
+    frame the table fits read will do (its engine codes the records, which are collected and
+    randomised in memory). ``sample()`` draws the exact posterior by data augmentation;
+    :attr:`cpts` is a moment estimate until then.
 ``"none"``
     No privacy: the conjugate posterior ``Dirichlet(alpha0 + n[c, :])`` of every row.
 

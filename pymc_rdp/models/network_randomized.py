@@ -19,7 +19,9 @@ What leaves the curator
 The randomised rows, and so their number ``N``: the caller must declare ``N`` public
 (``public_total=len(df)``, recorded in the ledger), and add/remove neighbours, under which ``N``
 would be private, are refused. States read from the data are declared as for table releases.
-Everything is checked and charged before the first value is randomised.
+Everything is checked and charged before the first value is randomised. The records' codes
+are read by the frame's own engine (:func:`pymc_rdp.curation.counting.records.encode_records`)
+and randomised in the curator's process.
 
 The analyst's side
 ------------------
@@ -128,14 +130,10 @@ def fit_randomized(
     ------
     ValueError
         Add/remove neighbours, ``N`` not declared public, a node with one state.
-    TypeError
-        ``df`` is not a pandas DataFrame (the records are randomised in memory).
     BudgetExceededError
         The release does not fit the accountant's remaining budget; nothing was drawn.
     """
-    import pandas as pd
-
-    from pymc_rdp.bn.tables import encode_frame
+    from pymc_rdp.curation.counting.records import encode_records
     from pymc_rdp.distributions.bn_models import point_model
 
     if neighbours != "replace-one":
@@ -149,13 +147,9 @@ def fit_randomized(
             "mechanism='randomized_response' releases one row per record, which publishes N: "
             "declare it public with public_total=len(df)"
         )
-    if not isinstance(df, pd.DataFrame):
-        raise TypeError(
-            "mechanism='randomized_response' randomises each record in memory: pass a pandas "
-            f"DataFrame (got {type(df).__name__}; e.g. its .to_pandas())"
-        )
     states, cards = counted.states, counted.cards
-    codes = encode_frame(df, {v: states[v] for v in bn.nodes})
+    # every record's codes, row-aligned across nodes, read by the frame's own engine
+    codes = encode_records(df, {v: states[v] for v in bn.nodes}, name="df")
     acc = make_accountant(accountant, epsilon, order, delta)
     bn._last_accountant = acc
     mechs = dict(

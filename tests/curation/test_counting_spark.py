@@ -83,3 +83,18 @@ def test_spark_refuses_bad_records_naming_the_column(spark, adult):
     holes.loc[holes.index[3], "age"] = None
     with pytest.raises(ValueError, match="column 'age' has missing values"):
         count_tables(_spark_frame(spark, holes), dag, states)
+
+
+def test_spark_codes_every_record_like_pandas_in_row_order(spark, adult):
+    from pymc_rdp.curation.counting.records import encode_records
+
+    dag, df, states = adult
+    want = encode_records(df, states)
+    got = encode_records(_spark_frame(spark, df), states)
+    for v in dag:
+        np.testing.assert_array_equal(got[v], want[v], err_msg=v)
+    bad = df.copy()
+    bad.loc[bad.index[10], "sex"] = "unknown-sex"
+    with pytest.raises(ValueError, match="column 'sex' has values outside") as err:
+        encode_records(_spark_frame(spark, bad), states)
+    assert "unknown-sex" not in str(err.value)

@@ -43,8 +43,10 @@ class _Recording(NoiseSource):
 
 def _fit(df, **kw):
     bn = pmr.BayesianNetwork(STRUCTURE, states=STATES)
-    options = {"epsilon": 3.0, "delta": 1e-6, "public_total": len(df)}
+    options = {"epsilon": 3.0, "delta": 1e-6}
     options.update(kw)
+    if "public_total" not in options:
+        options["public_total"] = len(df)
     return bn.fit(df, mechanism="randomized_response", **options)
 
 
@@ -117,11 +119,33 @@ def test_a_release_over_the_remaining_budget_draws_nothing():
     assert [e.tag for e in acc.ledger] == ["earlier"]
 
 
-def test_a_frame_other_than_pandas_is_refused_before_any_noise():
+@pytest.mark.parametrize("engine", ["polars", "polars-lazy", "pyarrow", "duckdb"])
+def test_every_engine_releases_what_pandas_releases(engine):
+    pl = pytest.importorskip("polars")
     pa = pytest.importorskip("pyarrow")
+    duckdb = pytest.importorskip("duckdb")
+    df = _data(120)
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    frame = {
+        "polars": lambda: pl.from_arrow(table),
+        "polars-lazy": lambda: pl.from_arrow(table).lazy(),
+        "pyarrow": lambda: table,
+        "duckdb": lambda: duckdb.from_arrow(table),
+    }[engine]()
+    on_pandas = _fit(df, noise_source=UnsafeNoiseSeed(4))
+    on_engine = _fit(frame, noise_source=UnsafeNoiseSeed(4), public_total=len(df))
+    for v in STRUCTURE:
+        np.testing.assert_array_equal(on_engine.releases[v].values, on_pandas.releases[v].values)
+    assert on_engine.accountant.to_json() == on_pandas.accountant.to_json()
+
+
+def test_a_bad_value_on_an_engine_is_refused_before_any_noise():
+    pl = pytest.importorskip("polars")
+    df = _data(50)
+    df.loc[3, "colour"] = 7
     src = _Recording()
-    with pytest.raises(TypeError, match="pandas"):
-        _fit(pa.Table.from_pandas(_data(50)), noise_source=src)
+    with pytest.raises(ValueError, match="'colour' has values outside"):
+        _fit(pl.from_pandas(df), noise_source=src)
     assert src.calls == 0
 
 
