@@ -28,12 +28,16 @@ def _check_applicable(args: argparse.Namespace, samples_dirichlet: bool = False)
     """Refuse options that the chosen mechanism or inference would ignore.
 
     * ``--inference`` other than ``auto`` needs ``--mechanism gaussian`` or ``laplace`` (the
-      Dirichlet mechanism releases the CPTs themselves: there is nothing to infer);
+      Dirichlet mechanism releases the CPTs themselves: there is nothing to infer; randomised
+      records are observed by data augmentation);
+    * ``--mechanism randomized_response`` needs replace-one neighbours and, in ``fit``,
+      ``--public-total`` (its rows publish the number of records); ``--public-total`` is
+      refused with ``--missing drop``, whose count of records left is read from the data;
     * ``--draws``, ``--tune``, ``--chains``, ``--time-limit`` need a sampled posterior: not
       with ``--inference naive`` (point CPTs), nor with the Dirichlet mechanism unless
       ``samples_dirichlet`` (the demo, which declares the Adult files' record count public and
-      samples the release's posterior; ``fit`` has no public count and returns the one released
-      draw per CPT row);
+      samples the release's posterior) or ``fit --public-total`` (without a public count ``fit``
+      returns the one released draw per CPT row);
     * ``--time-limit`` needs data augmentation: not with ``--inference noise-aware`` or
       ``joint`` (NUTS).
     """
@@ -47,15 +51,38 @@ def _check_applicable(args: argparse.Namespace, samples_dirichlet: bool = False)
             f"--time-limit: only data augmentation (--inference auto) samples for a time limit; "
             f"--inference {args.inference} samples with NUTS"
         )
-    if release_kind(args.mechanism).cpt_draw and args.inference != "auto":
+    kind = release_kind(args.mechanism)
+    public_total = getattr(args, "public_total", None)
+    if kind.records and args.inference != "auto":
+        raise CLIError(
+            f"--inference {args.inference} applies only to --mechanism gaussian or laplace: "
+            "randomised records are observed by data augmentation"
+        )
+    if kind.records and args.neighbours != "replace-one":
+        raise CLIError(
+            "--neighbours add-remove does not apply to --mechanism randomized_response: its rows "
+            "publish the number of records (replace-one neighbours, --public-total)"
+        )
+    if kind.records and args.command == "fit" and public_total is None:
+        raise CLIError(
+            "--mechanism randomized_response releases one row per record, which publishes their "
+            "number: declare it with --public-total N (only if N is known outside the data)"
+        )
+    if public_total is not None and getattr(args, "missing", "error") == "drop":
+        raise CLIError(
+            "--public-total with --missing drop: the number of records left after dropping is "
+            "read from the data, so it cannot be declared public"
+        )
+    if kind.cpt_draw and args.inference != "auto":
         raise CLIError(
             f"--inference {args.inference} applies only to --mechanism gaussian or laplace: the "
             "Dirichlet mechanism releases the CPTs themselves"
         )
-    if release_kind(args.mechanism).cpt_draw and sampler and not samples_dirichlet:
+    if kind.cpt_draw and sampler and not samples_dirichlet and public_total is None:
         raise CLIError(
-            f"{', '.join(sampler)}: not used with --mechanism dirichlet in fit, whose released "
-            "CPTs are one draw each (their posterior needs a public number of records)"
+            f"{', '.join(sampler)}: not used with --mechanism dirichlet in fit without "
+            "--public-total: the released CPTs are then one draw each (their posterior needs a "
+            "public number of records)"
         )
     if args.inference == "naive" and sampler:
         raise CLIError(
@@ -153,6 +180,12 @@ def _cmd_fit(args: argparse.Namespace) -> None:
         notes.append(f"The states of every variable are declared by {source} (public).")
     if args.missing != "error":
         notes.append(f"Missing values: --missing {args.missing}.")
+    if args.public_total is not None:
+        notes.append(
+            f"The number of records ({args.public_total:,}) is declared public (--public-total: "
+            "known outside the data), so the posterior is conditioned on it; the ledger records "
+            "the declaration."
+        )
     out = Path(args.out)
     result = run_fit(
         train,
@@ -165,6 +198,7 @@ def _cmd_fit(args: argparse.Namespace) -> None:
         notes=notes,
         command=_command_line(args),
         progress=steps,
+        public_total=args.public_total,
     )
     _print_summary(result.summary, out, steps)
 

@@ -19,13 +19,19 @@ __all__ = [
     "INFERENCES",
     "MECHANISMS",
     "NEIGHBOURS",
+    "RECORD_MECHANISMS",
+    "TABLE_MECHANISM_NAMES",
     "FitConfig",
     "FitResult",
     "ReleaseKind",
     "release_kind",
 ]
 
-MECHANISMS = tuple(sorted(TABLE_MECHANISMS))
+#: mechanisms that release each family table once
+TABLE_MECHANISM_NAMES = tuple(sorted(TABLE_MECHANISMS))
+#: mechanisms that release every record, randomised (one row per record; ``N`` is public)
+RECORD_MECHANISMS = ("randomized_response",)
+MECHANISMS = (*TABLE_MECHANISM_NAMES, *RECORD_MECHANISMS)
 NEIGHBOURS = ("replace-one", "add-remove")
 INFERENCES = ("auto", "noise-aware", "joint", "naive")
 DEFAULT_EPSILON = 1.0
@@ -39,19 +45,23 @@ _SAMPLING = {"draws": 300, "tune": 300, "chains": 2}
 
 @dataclasses.dataclass(frozen=True)
 class ReleaseKind:
-    """What a mechanism publishes per family table.
+    """What a mechanism publishes: per family table, or per record.
 
     Attributes
     ----------
     cpt_draw : bool
         The release is the CPT itself, one Dirichlet-mechanism draw per row (nothing to infer,
-        one draw only); otherwise noisy integer counts.
+        one draw only); otherwise noisy integer counts or randomised records.
     noise : str or None
-        The noise added to the counts, in words (``None`` for a CPT draw).
+        The noise added to the counts or the records, in words (``None`` for a CPT draw).
+    records : bool
+        Every record's values are released, each randomised on its own (randomized response),
+        instead of family tables; the rows publish their number ``N``.
     """
 
     cpt_draw: bool
     noise: str | None
+    records: bool = False
 
 
 def release_kind(mechanism: str) -> ReleaseKind:
@@ -61,6 +71,8 @@ def release_kind(mechanism: str) -> ReleaseKind:
     command line only maps the word to the class
     (:data:`~pymc_rdp.curation.table_budget.TABLE_MECHANISMS`).
     """
+    if mechanism in RECORD_MECHANISMS:
+        return ReleaseKind(cpt_draw=False, noise="randomized response", records=True)
     cls = TABLE_MECHANISMS.get(mechanism)
     if cls is None:
         raise ValueError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
@@ -89,10 +101,12 @@ class FitConfig:
 
     Parameters
     ----------
-    mechanism : {"dirichlet", "gaussian", "laplace"}
+    mechanism : {"dirichlet", "gaussian", "laplace", "randomized_response"}
         How each family table is released: one Dirichlet-mechanism draw per CPT row (Ponnoprat,
         TMLR 2023), or exactly sampled discrete Gaussian/Laplace noise on the counts (Canonne,
-        Kamath & Steinke 2020).
+        Kamath & Steinke 2020); or ``"randomized_response"``: every record's value of every
+        variable randomised on its own and the records released (Kairouz, Oh & Viswanath 2016),
+        which needs replace-one neighbours and a public number of records.
     epsilon : float
         Total privacy budget ε > 0.
     delta : float, optional
@@ -179,8 +193,18 @@ class FitConfig:
                 raise TypeError(f"{k} must be an integer, got {type(v).__name__}")
             if v is not None and v < 0:
                 raise ValueError(f"{k} must be a non-negative integer, got {v!r}")
-        cpt_draw = release_kind(self.mechanism).cpt_draw
-        if cpt_draw and self.inference != "auto":
+        kind = release_kind(self.mechanism)
+        if kind.records and self.inference != "auto":
+            raise ValueError(
+                f"inference={self.inference!r} applies only to mechanism 'gaussian' or "
+                "'laplace': randomised records are observed by data augmentation"
+            )
+        if kind.records and self.neighbours != "replace-one":
+            raise ValueError(
+                "neighbours='add-remove' does not apply to mechanism 'randomized_response': its "
+                "rows publish the number of records, which must be public (replace-one)"
+            )
+        if kind.cpt_draw and self.inference != "auto":
             raise ValueError(
                 f"inference={self.inference!r} applies only to mechanism 'gaussian' or "
                 "'laplace': the Dirichlet mechanism releases the CPTs themselves"

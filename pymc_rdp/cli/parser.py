@@ -90,6 +90,7 @@ examples:
   pymc-rdp demo
   pymc-rdp demo --epsilon 0.5 --delta 1e-8 --mechanism gaussian --out adult-gauss
   pymc-rdp demo --epsilon 2 --order 5 --mechanism laplace --seed 3   # seed of the MCMC only
+  pymc-rdp demo --epsilon 8 --mechanism randomized_response --fast
 
 writes OUT/posterior.nc, OUT/ledger.json, OUT/releases.json, OUT/figures/*.png, OUT/report.md
 """
@@ -99,6 +100,8 @@ examples:
   pymc-rdp fit records.csv --structure dag.json --schema schema.yaml --epsilon 1 --out result
   pymc-rdp fit records.parquet --structure asia.bif --mechanism gaussian \\
       --epsilon 2 --order 8 --test holdout.csv --out result
+  pymc-rdp fit records.csv --structure asia.bif --mechanism randomized_response \\
+      --epsilon 4 --public-total 5000 --out result   # 5000: the file's known, public size
 
 dag.json maps each child to its parents, e.g. {"smoker": [], "cancer": ["smoker"]}
 (parents that are not keys are added as roots). A BIF file contributes its structure and
@@ -155,7 +158,9 @@ def _add_budget(p: argparse.ArgumentParser) -> None:
         choices=MECHANISMS,
         default="dirichlet",
         help="how each family table is released (default dirichlet; gaussian/laplace add "
-        "exactly sampled discrete Gaussian/Laplace integer noise to the counts)",
+        "exactly sampled discrete Gaussian/Laplace integer noise to the counts); "
+        "randomized_response releases every record instead, each value randomised on its own "
+        "(needs a public number of records: fit --public-total)",
     )
     p.add_argument(
         "--neighbours",
@@ -286,6 +291,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="how DATA and --test are read and counted: duckdb or polars stream through the "
         "file and keep only the counts (files larger than memory), pandas loads it; auto: "
         "duckdb when installed (pip install 'pymc-rdp[duckdb]'), else pandas",
+    )
+    fit.add_argument(
+        "--public-total",
+        type=_count,
+        default=None,
+        metavar="N",
+        help="declare the number of records public (known outside the data, e.g. a published "
+        "file size; recorded in the ledger): required by --mechanism randomized_response, and "
+        "lets a Dirichlet fit sample its posterior. A different count of DATA is refused",
     )
     fit.add_argument(
         "--missing",

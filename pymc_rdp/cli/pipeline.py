@@ -23,7 +23,7 @@ import numpy as np
 from pymc_rdp.cli.config import (
     DEFAULT_DELTA,
     DEFAULT_EPSILON,
-    MECHANISMS,
+    TABLE_MECHANISM_NAMES,
     FitConfig,
     FitResult,
     ReleaseKind,
@@ -62,6 +62,7 @@ def run_fit(
     notes: Sequence[str] = (),
     command: str = "pymc_rdp.cli.run_fit",
     progress: bool | Steps = False,
+    public_total: int | None = None,
 ) -> FitResult:
     """Release the family tables of ``train`` privately, infer the CPTs and, with ``out``, write
     ``posterior.nc``, ``ledger.json``, ``releases.json``, ``figures/*.png`` and ``report.md``.
@@ -86,6 +87,10 @@ def run_fit(
         The report's title, its notes on the data and the command it names.
     progress : bool or Steps
         Numbered steps with progress bars on stderr (``False``: nothing).
+    public_total : int, optional
+        The number of records of ``train``, declared public (known outside the data; recorded
+        in the ledger). Required by ``"randomized_response"``, whose rows publish it; with the
+        Dirichlet mechanism it lets the posterior of the released CPTs be sampled.
 
     Returns
     -------
@@ -96,11 +101,17 @@ def run_fit(
     sampler = [
         k for k in ("draws", "tune", "chains", "time_limit") if getattr(config, k) is not None
     ]
-    if sampler and release_kind(config.mechanism).cpt_draw:
+    kind = release_kind(config.mechanism)
+    if sampler and kind.cpt_draw and public_total is None:
         raise ValueError(
-            f"{', '.join(sampler)}: not used by run_fit with mechanism {config.mechanism!r}, "
-            "whose released CPTs are one draw each (their posterior needs a public number of "
-            "records)"
+            f"{', '.join(sampler)}: not used by run_fit with mechanism {config.mechanism!r} "
+            "without public_total: the released CPTs are then one draw each (their posterior "
+            "needs a public number of records)"
+        )
+    if kind.records and public_total is None:
+        raise ValueError(
+            f"mechanism {config.mechanism!r} releases one row per record, which publishes their "
+            "number: declare it public with public_total"
         )
     if not isinstance(structure, Mapping):
         raise TypeError(
@@ -119,6 +130,7 @@ def run_fit(
         notes=list(notes),
         command=command,
         sampling=config.sampling(fast=False),
+        public_total=public_total,
     )
 
 
@@ -260,7 +272,9 @@ def _run(
     mechanism = config.mechanism
     noise_aware, inference_note = _choose_inference(config, structure, states, train)
 
-    with steps.step(f"private release of the family tables ({mechanism})"):
+    kind = release_kind(mechanism)
+    what = "randomised records" if kind.records else "family tables"
+    with steps.step(f"private release of the {what} ({mechanism})"):
         bn = _fit_network(
             structure,
             states,
@@ -281,7 +295,7 @@ def _run(
 
     # NUTS only when asked for; a Dirichlet posterior needs a public N (no total is released)
     nuts = noise_aware and config.inference in ("noise-aware", "joint")
-    sampled = noise_aware or (release_kind(mechanism).cpt_draw and bn.n_records is not None)
+    sampled = noise_aware or (kind.cpt_draw and bn.n_records is not None)
     sampler_name = "NUTS" if nuts else "data augmentation"
     limit = config.time_limit  # FitConfig allows it with data augmentation only
     planned = f"{sampling['draws']} draws"
@@ -370,6 +384,7 @@ def _run(
         "noise_aware": noise_aware,
         "inference_note": inference_note,
         "neighbours": config.neighbours,
+        "n_records_public": _public_n_records(bn),
         "has_test": test is not None,
         "test_log_likelihood": test_ll,
         "test_scored": test_scored,
@@ -410,13 +425,13 @@ def _compare(
     import pandas as pd
 
     _, order, delta = config.budget
-    runs = [(m, e) for e in (grid or ()) for m in MECHANISMS]
+    runs = [(m, e) for e in (grid or ()) for m in TABLE_MECHANISM_NAMES]
     rows = []
     reference: dict[str, float] = {}
     ref_idata = None
     with steps.step(
         f"privacy-utility comparison: {len(runs)} extra fits "
-        f"({', '.join(MECHANISMS)} at ε in {list(grid or ())}) and a non-private fit",
+        f"({', '.join(TABLE_MECHANISM_NAMES)} at ε in {list(grid or ())}) and a non-private fit",
         total=len(runs) + 1,
     ) as advance:
         for m, e in runs:
@@ -520,7 +535,12 @@ def _release_record(bn: Any, node: str, mechanism: str) -> dict[str, Any]:
         "parent_configurations": bn.parent_configurations(node),
         "states": [str(s) for s in bn.states[node]],
     }
-    if not release_kind(mechanism).cpt_draw:
+    kind = release_kind(mechanism)
+    if kind.records:
+        record["kind"] = "randomised records (one released state code per record, in record order)"
+        record["mechanism"] = rel.mechanism.to_dict()
+        record["values"] = np.asarray(rel.values).astype(np.int64).tolist()
+    elif not kind.cpt_draw:
         record["kind"] = "noisy counts (flattened family table: parent configuration-major)"
         record["release"] = rel.to_dict()
     else:
@@ -533,8 +553,11 @@ def _release_record(bn: Any, node: str, mechanism: str) -> dict[str, Any]:
 def _choose_inference(
     config: FitConfig, structure: Any, states: Any, train: Any
 ) -> tuple[bool, str]:
-    """(noise_aware, explanation) for Gaussian/Laplace releases."""
-    if release_kind(config.mechanism).cpt_draw:
+    """(noise_aware, explanation) for Gaussian/Laplace releases and randomised records."""
+    kind = release_kind(config.mechanism)
+    if kind.records:
+        return True, "exact posterior given the randomised records, by data augmentation"
+    if kind.cpt_draw:
         return False, ""
     inference = config.inference
     if inference == "noise-aware":

@@ -46,8 +46,12 @@ def render_report(bn: Any, s: dict[str, Any], elapsed: float) -> str:
     add("## The data")
     add("")
     add(
-        "- The training records were used for the private release only; their number is not "
-        "published (it is private too)."
+        "- The training records were used for the private release only"
+        + (
+            "; their number is not published (it is private too)."
+            if s.get("n_records_public") is None
+            else "."
+        )
     )
     if s["has_test"]:
         add(
@@ -59,11 +63,29 @@ def render_report(bn: Any, s: dict[str, Any], elapsed: float) -> str:
     add("")
     add("## What was released")
     add("")
-    add(
-        f"The network has {k} variables. For each variable the *family table* (how many records "
-        "have each combination of the variable and its parents) was released once, through the "
-        f"**{mech}** mechanism:"
-    )
+    if kind.records:
+        mechs = bn.releases
+        add(
+            f"The network has {k} variables. No table was released: every record's value of "
+            "every variable was randomised on its own by **k-ary randomized response** (kept "
+            "with probability p, otherwise replaced by one of the other states uniformly; "
+            "Kairouz, Oh & Viswanath 2016), and the randomised records were published, one row "
+            "per record. Each variable's p: "
+            + ", ".join(f"{v} {mechs[v].mechanism.p:.4g}" for v in bn.nodes)
+            + "."
+        )
+        add("")
+        add(
+            "The CPTs were then inferred from the randomised records with the exact posterior "
+            "given them (Dirichlet priors on the CPTs; the true records latent, each observed "
+            "through its variable's randomization matrix)."
+        )
+    else:
+        add(
+            f"The network has {k} variables. For each variable the *family table* (how many "
+            "records have each combination of the variable and its parents) was released once, "
+            f"through the **{mech}** mechanism:"
+        )
     add("")
     if kind.cpt_draw:
         add(
@@ -71,13 +93,20 @@ def render_report(bn: Any, s: dict[str, Any], elapsed: float) -> str:
             "(Ponnoprat 2023, the Dirichlet mechanism). The released draws are the conditional "
             "probability tables (CPTs) themselves; no count is published."
         )
-    else:
+    elif not kind.records:
         add(
             f"Exactly sampled {kind.noise} noise (integers, Canonne, Kamath & Steinke 2020) "
             "was added to every count of every table and the noisy counts were published."
         )
         add("")
-        if s["noise_aware"]:
+        augmented = (s["sampling"] or {}).get("sampler") == "data augmentation"
+        if s["noise_aware"] and augmented:
+            add(
+                "The CPTs were then inferred from the noisy counts by their exact posterior given "
+                "them (Dirichlet priors on the CPTs, the true records latent), sampled by data "
+                "augmentation."
+            )
+        elif s["noise_aware"]:
             add(
                 "The CPTs were then inferred from the noisy counts with a model that accounts "
                 "for the noise (Dirichlet priors on the CPTs, the true counts integrated out), "
@@ -99,8 +128,9 @@ def render_report(bn: Any, s: dict[str, Any], elapsed: float) -> str:
         add(f"| {v} | {pars} | {len(bn.parent_configurations(v))} × {bn.cards[v]} |")
     add("")
     add(
-        "The released tables are in `releases.json`; everything computed afterwards (posterior, "
-        "figures, this report) is post-processing and costs no further privacy."
+        f"The released {'records' if kind.records else 'tables'} are in `releases.json`; "
+        "everything computed afterwards (posterior, figures, this report) is post-processing "
+        "and costs no further privacy."
     )
     add("")
     add("## The guarantee")
@@ -130,10 +160,17 @@ def render_report(bn: Any, s: dict[str, Any], elapsed: float) -> str:
     eps = g["epsilon_at_delta"]
     d = g["delta"]
     add(f"- Neighbouring datasets {neigh}.")
-    add(
-        f"- The {k} tables compose sequentially (their RDP curves add up, Mironov 2017); the rows "
-        "of one table hold disjoint records."
-    )
+    if kind.records:
+        add(
+            f"- One record's row is the only one whose law changes between neighbours: the {k} "
+            "variables' randomized-response curves add up (Mironov 2017), one ledger entry per "
+            "variable, each with the same pure-DP share."
+        )
+    else:
+        add(
+            f"- The {k} tables compose sequentially (their RDP curves add up, Mironov 2017); the "
+            "rows of one table hold disjoint records."
+        )
     p = 0.01
     hi = min(1.0, math.exp(eps) * p + d)
     add("")
@@ -157,7 +194,8 @@ def render_report(bn: Any, s: dict[str, Any], elapsed: float) -> str:
         sm = s["sampling"]
         add(
             "Data augmentation sampled the exact posterior of the CPTs given the released "
-            "tables (Ju, Awan, Gong & Rao 2022: the confidential records are latent, each CPT row "
+            f"{'records' if kind.records else 'tables'} (Ju, Awan, Gong & Rao 2022: the "
+            "confidential records are latent, each CPT row "
             "is updated from them, each record is re-proposed and accepted by the mechanism's "
             f"density ratio): {sm['chains']} chain(s) × {sm['draws']} draws after {sm['tune']} "
             "discarded iterations"

@@ -877,3 +877,75 @@ def test_fit_reports_how_many_held_out_records_were_scored(cancer_files, tmp_pat
     assert "### CPT posteriors and convergence" in report
     assert "Convergence diagnostics: none" in report
     assert report.count("| parent configuration |") == 5  # one table per node
+
+
+def _rr_argv(files, out, *extra: str) -> list[str]:
+    return [
+        *("fit", str(files["train"]), "--structure", str(files["bif"])),
+        *("--mechanism", "randomized_response", "--epsilon", "6", "--delta", "1e-6"),
+        *("--out", str(out), "--quiet"),
+        *extra,
+    ]
+
+
+def test_fit_by_randomized_response_releases_records_and_samples(cancer_files, tmp_path):
+    """--mechanism randomized_response: one randomised row per record, one charge per variable,
+    N declared, and the exact posterior sampled by data augmentation."""
+    out = tmp_path / "rr"
+    argv = _rr_argv(cancer_files, out, "--public-total", "2000", "--draws", "40", "--tune", "20")
+    assert main([*argv, "--chains", "1", "--seed", "3", "--test", str(cancer_files["test"])]) == 0
+    acc = Accountant.from_json((out / "ledger.json").read_text())
+    assert sorted(e.tag for e in acc.ledger) == sorted(f"bn:{v}" for v in cancer_files["states"])
+    assert {e.mechanism for e in acc.ledger} == {"categorical_randomized_response"}
+    assert acc.epsilon(1e-6) <= 6.0 + 1e-9 and acc.within_guarantee
+    assert any(d["kind"] == "public_total" for d in acc.declarations)
+    doc = json.loads((out / "releases.json").read_text())
+    assert doc["n_records"] == 2000
+    for fam in doc["families"]:
+        assert fam["kind"].startswith("randomised records")
+        assert len(fam["values"]) == 2000 and set(fam["values"]) <= set(range(len(fam["states"])))
+        assert fam["mechanism"]["name"] == "categorical_randomized_response"
+    import xarray as xr
+
+    with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
+        assert tree["posterior"].sizes["draw"] == 40
+    report = (out / "report.md").read_text()
+    assert "k-ary randomized response" in report and "No table was released" in report
+    assert "given the released records" in report
+    assert "(2,000) is declared public" in report
+    assert "NUTS" not in report.split("## The posterior")[0]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ([], "--mechanism randomized_response releases one row per record"),
+        (["--public-total", "2000", "--neighbours", "add-remove"], "--neighbours add-remove"),
+        (["--public-total", "2000", "--inference", "naive"], "--inference naive applies only"),
+        (["--public-total", "2000", "--missing", "drop"], "--public-total with --missing drop"),
+        (["--public-total", "1999"], "public_total does not equal the number of records"),
+    ],
+)
+def test_randomized_response_refusals_release_nothing(
+    cancer_files, tmp_path, capsys, extra, message
+):
+    out = tmp_path / "refused"
+    assert main(_rr_argv(cancer_files, out, *extra)) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert not (out / "ledger.json").exists()
+
+
+def test_fit_with_a_public_total_samples_the_dirichlet_posterior(cancer_files, tmp_path):
+    out = tmp_path / "dir"
+    argv = [
+        *("fit", str(cancer_files["train"]), "--structure", str(cancer_files["bif"])),
+        *("--public-total", "2000", "--draws", "30", "--tune", "20", "--chains", "1"),
+        *("--out", str(out), "--quiet"),
+    ]
+    assert main(argv) == 0
+    import xarray as xr
+
+    with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
+        assert tree["posterior"].sizes["draw"] == 30
+    assert "Data augmentation sampled the exact posterior" in (out / "report.md").read_text()
