@@ -434,6 +434,9 @@ def test_demo_gaussian_samples_the_exact_posterior_of_large_tables(tmp_path, cap
     report = (out / "report.md").read_text()
     assert "naive baseline" not in report
     assert "Data augmentation sampled the exact posterior" in report
+    # what was released says how the posterior was sampled: not NUTS, which did not run
+    assert "sampled by data augmentation" in report.split("## The guarantee")[0]
+    assert "NUTS" not in report.split("## The guarantee")[0]
     assert "max r̂" in report  # intervals and convergence diagnostics of the sampled posterior
     doc = json.loads((out / "releases.json").read_text())
     fam = next(f for f in doc["families"] if f["node"] == "occupation")
