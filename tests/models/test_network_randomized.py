@@ -186,3 +186,35 @@ def test_sample_draws_the_exact_posterior_and_nuts_is_refused():
     mean = bn.cpt_draws(idata, "cough").mean(axis=0)
     truth = pd.crosstab(df.smoker, df.cough, normalize="index").to_numpy()
     np.testing.assert_allclose(mean, truth, atol=0.05)
+
+
+@pytest.mark.parametrize(("p", "its", "tol"), [(0.7, 4000, 0.035), (0.5, 6000, 0.015)])
+def test_iterations_per_draw_is_the_two_block_samplers_autocorrelation(p, its, tol):
+    """A uniform ternary root randomised with p, sampled by two-block data augmentation
+    (θ | x Dirichlet, each x | θ, ỹ exactly): θ's lag-one autocorrelation is 1 − (p − q)²."""
+    from pymc_rdp.models.network_randomized import iterations_per_draw
+
+    rng = np.random.default_rng(0)
+    n, k = 2000, 3
+    q = (1 - p) / (k - 1)
+    x = rng.integers(0, k, n)
+    released = np.where(rng.random(n) < p, x, (x + rng.integers(1, k, n)) % k)
+    lik = np.where(np.arange(k)[None, :] == released[:, None], p, q)
+    theta, trace = np.full(k, 1 / k), np.empty(its)
+    for i in range(its):
+        w = lik * theta
+        z = (rng.random(n)[:, None] > np.cumsum(w / w.sum(1, keepdims=True), 1)).sum(1)
+        theta = rng.dirichlet(np.bincount(z, minlength=k) + 1.0)
+        trace[i] = theta[0]
+    a = trace[200:] - trace[200:].mean()
+    rho = float((a[1:] * a[:-1]).mean() / a.var())
+    tau = iterations_per_draw(p, k)
+    assert rho == pytest.approx((tau - 1) / (tau + 1), abs=tol)
+
+
+def test_a_budget_that_leaves_little_information_warns_naming_the_node():
+    with pytest.warns(UserWarning, match=r"'colour' keeps its value with probability") as rec:
+        bn = _fit(_data(200), epsilon=0.5, noise_source=UnsafeNoiseSeed(2))
+    assert "iterations per effective draw" in str(rec[0].message)
+    assert rec[0].filename == __file__  # points at the caller of fit
+    assert bn.mechanism == "randomized_response"
