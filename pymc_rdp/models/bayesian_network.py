@@ -51,8 +51,10 @@ Mechanisms
     the nodes' curves summed, one charge per node (:mod:`pymc_rdp.models.network_randomized`).
     It needs ``public_total=len(df)`` (the rows publish ``N``) and replace-one neighbours; any
     frame the table fits read will do (its engine codes the records, which are collected and
-    randomised in memory). ``sample()`` draws the exact posterior by data augmentation;
-    :attr:`cpts` is a moment estimate until then.
+    randomised in memory). ``sample()`` draws the exact posterior by data augmentation, and
+    ``sample(sampler="nuts")`` by NUTS on the rows' exact likelihood (:attr:`model`, up to a
+    million joint states); :attr:`cpts` is a moment estimate until then, the posterior mean
+    after.
 ``"none"``
     No privacy: the conjugate posterior ``Dirichlet(alpha0 + n[c, :])`` of every row.
 
@@ -394,8 +396,9 @@ class BayesianNetwork:
           as in :meth:`~pymc_rdp.DataAugmentation.sample`); an unknown ``N`` is sampled too
           (``n_records``);
         * ``sampler="nuts"``: NUTS on :attr:`model` (``pymc_rdp.sample``; extra keyword
-          arguments go to ``pm.sample``) for Gaussian/Laplace fits; for a Dirichlet fit the
-          released CPTs as one chain of one draw. ``nuts_sampler`` picks the engine:
+          arguments go to ``pm.sample``) for Gaussian/Laplace fits and for randomised records
+          (their exact likelihood, up to a million joint states of the nodes); for a Dirichlet
+          fit the released CPTs as one chain of one draw. ``nuts_sampler`` picks the engine:
           ``"pymc"``, ``"nutpie"`` (add ``backend="jax"`` and
           ``compile_kwargs={"gradient_backend": "jax"}`` to compile with JAX, the fastest
           cold start: ``pip install 'pymc-rdp[jax]'``), ``"numpyro"`` or ``"blackjax"``; an

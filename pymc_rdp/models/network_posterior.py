@@ -115,7 +115,7 @@ def sample_network(
         )
     _attach(idata, bn.model, bn.accountant)
     bn.idata = idata
-    if bn.noise_aware:
+    if bn.noise_aware or bn.mechanism == "randomized_response":  # the posterior mean
         bn._point_cpts = {v: normalise_rows(bn.cpt_draws(idata, v).mean(axis=0)) for v in bn.nodes}
     return idata
 

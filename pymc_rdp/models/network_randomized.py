@@ -27,7 +27,10 @@ The analyst's side
 ------------------
 The released rows are observed by :class:`pymc_rdp.DataAugmentation`
 (:mod:`pymc_rdp.distributions.augmentation_records`): ``sample()`` draws the exact posterior of
-the CPTs given them. Before sampling, :attr:`~pymc_rdp.BayesianNetwork.cpts` holds a moment
+the CPTs given them, and ``sample(sampler="nuts")`` the same posterior by NUTS on the rows'
+exact likelihood (:mod:`pymc_rdp.distributions.records_model`, :attr:`~pymc_rdp.BayesianNetwork.
+model`, while the nodes have at most a million joint states). After sampling,
+:attr:`~pymc_rdp.BayesianNetwork.cpts` is the posterior mean; before, it holds a moment
 estimate: each family table of the released rows with the mechanisms' matrices inverted along
 its axes (``E[T̃] = (M_{pa} ⊗ M_v) T``), negative entries set to zero, ``α₀`` added and the rows
 normalised.
@@ -119,9 +122,7 @@ def moment_cpts(
     n = len(next(iter(released.values())))
     inverse = {}
     for v, m in mechs.items():
-        mat = np.full((m.k, m.k), m.q)
-        np.fill_diagonal(mat, m.p)
-        inverse[v] = np.linalg.inv(mat)  # E[released table] = M^T applied along each axis
+        inverse[v] = np.linalg.inv(m.matrix())  # E[released table]: M^T along each axis
     out = {}
     for v in structure.order:
         parents = list(structure.parents[v])
@@ -162,6 +163,11 @@ def fit_randomized(
     """
     from pymc_rdp.curation.counting.records import encode_records
     from pymc_rdp.distributions.bn_models import point_model
+    from pymc_rdp.distributions.records_model import (
+        MAX_JOINT_STATES,
+        joint_states,
+        records_model,
+    )
 
     if neighbours != "replace-one":
         raise ValueError(
@@ -226,7 +232,18 @@ def fit_randomized(
     _warn_slow_mixing({v: mechs[v] for v in bn.nodes})
     values = {v: np.asarray(r.values).astype(np.int64) for v, r in releases.items()}
     bn._point_cpts = moment_cpts(values, bn.structure, cards, mechs, alpha0)
-    bn.model = point_model(bn, bn._point_cpts)
+    if joint_states([cards[v] for v in bn.nodes]) <= MAX_JOINT_STATES:
+        bn.model = records_model(
+            bn.nodes,
+            bn.structure.parents,
+            cards,
+            {v: mechs[v].matrix() for v in bn.nodes},
+            values,
+            alpha0,
+            bn.coords,
+        )
+    else:  # too many joint states for the exact likelihood: the moment CPTs, as pm.Data
+        bn.model = point_model(bn, bn._point_cpts)
     bn._fitted = True
     return bn
 

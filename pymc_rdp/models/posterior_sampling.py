@@ -1,13 +1,15 @@
 """Which sampler :meth:`pymc_rdp.BayesianNetwork.sample` runs, and the data-augmentation run.
 
 ``sampler="augmentation"`` (the default of every noise-aware fit: Gaussian and Laplace tables,
-per-family or joint, and Dirichlet-released CPTs; the only sampler of randomised records) draws
-the exact posterior of the CPTs given the releases with :class:`pymc_rdp.DataAugmentation` (its
-fast path, :meth:`DataAugmentation.sample`).
+per-family or joint, Dirichlet-released CPTs and randomised records) draws the exact posterior
+of the CPTs given the releases with :class:`pymc_rdp.DataAugmentation` (its fast path,
+:meth:`DataAugmentation.sample`).
 ``sampler="nuts"`` keeps the earlier behaviour: NUTS on the fit's PyMC model (per-family or joint
 likelihood), or for a Dirichlet fit the released CPTs as one draw (no NUTS model exists for
-them). Fits without privacy draw their conjugate posterior exactly and the naive baseline returns
-its point CPTs whatever the default; asking them for ``"augmentation"`` is refused.
+them). For randomised records it is NUTS on their exact likelihood
+(:mod:`pymc_rdp.distributions.records_model`), up to a million joint states of the nodes.
+Fits without privacy draw their conjugate posterior exactly and the naive baseline returns its
+point CPTs whatever the default; asking them for ``"augmentation"`` is refused.
 """
 
 from __future__ import annotations
@@ -32,13 +34,18 @@ def resolve_sampler(bn: Any, sampler: str | None) -> str:
     """
     if sampler is not None and sampler not in SAMPLERS:
         raise ValueError(f"sampler must be one of {SAMPLERS} or None, got {sampler!r}")
-    if bn.mechanism == "randomized_response":  # records, observed by data augmentation only
+    if bn.mechanism == "randomized_response":  # records: data augmentation, or NUTS if small
         if sampler == "nuts":
-            raise ValueError(
-                "sampler='nuts': there is no NUTS model of randomised records; call sample() "
-                "without sampler= (the exact posterior by data augmentation)"
-            )
-        return "augmentation"
+            from pymc_rdp.distributions.records_model import MAX_JOINT_STATES, joint_states
+
+            size = joint_states([bn.cards[v] for v in bn.nodes])
+            if size > MAX_JOINT_STATES:
+                raise ValueError(
+                    f"sampler='nuts': the exact likelihood of randomised records is modelled "
+                    f"over the nodes' joint states, {size:,} here (over {MAX_JOINT_STATES:,}); "
+                    "call sample() without sampler= (the exact posterior by data augmentation)"
+                )
+        return sampler or "augmentation"
     released = TABLE_MECHANISMS.get(bn.mechanism)  # None: no privacy, or the naive baseline
     aware = released is not None and (released.releases_probabilities or bool(bn.noise_aware))
     if not aware:

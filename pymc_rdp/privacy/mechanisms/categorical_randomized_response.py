@@ -78,6 +78,13 @@ class CategoricalRandomizedResponse(Mechanism):
         """Probability of reporting one given other value, ``(1 − p)/(k − 1)``."""
         return (1.0 - self.p) / (self.k - 1)
 
+    def matrix(self) -> np.ndarray:
+        """The ``k × k`` matrix ``M[v, w] = P(w released | v true)``: ``p`` on the diagonal,
+        ``q`` off it (float64; each row sums to one)."""
+        out = np.full((self.k, self.k), self.q)
+        np.fill_diagonal(out, self.p)
+        return out
+
     def rdp(self, orders: Any = None) -> np.ndarray:
         """The k-ary randomized-response RDP curve at ``orders`` (default ``DEFAULT_ORDERS``)."""
         return _curves.categorical_randomized_response(resolve_orders(orders), self.p, self.k)
