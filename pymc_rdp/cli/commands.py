@@ -53,10 +53,10 @@ def _check_applicable(args: argparse.Namespace, samples_dirichlet: bool = False)
         )
     kind = release_kind(args.mechanism)
     public_total = getattr(args, "public_total", None)
-    if kind.records and args.inference != "auto":
+    if kind.records and args.inference not in ("auto", "noise-aware"):
         raise CLIError(
-            f"--inference {args.inference} applies only to --mechanism gaussian or laplace: "
-            "randomised records are observed by data augmentation"
+            f"--inference {args.inference} does not apply to --mechanism randomized_response: "
+            "auto samples the exact posterior by data augmentation, noise-aware by NUTS"
         )
     if kind.records and args.neighbours != "replace-one":
         raise CLIError(

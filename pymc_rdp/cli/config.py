@@ -119,7 +119,8 @@ class FitConfig:
         Gaussian/Laplace only: ``"auto"`` samples the exact posterior given the releases by
         data augmentation (:class:`pymc_rdp.DataAugmentation`); ``"noise-aware"`` NUTS on the
         per-family model, ``"joint"`` NUTS on one likelihood of all tables; ``"naive"`` the
-        clip-and-normalise CPTs.
+        clip-and-normalise CPTs. Randomised records take ``"auto"`` (data augmentation) or
+        ``"noise-aware"`` (NUTS on their exact likelihood).
     draws, tune, chains : int, optional
         Sampler settings (default 300, 300, 2; the fast demo 100, 100, 1); not with
         ``inference="naive"``, which samples nothing, nor in :func:`run_fit` with the Dirichlet
@@ -194,10 +195,10 @@ class FitConfig:
             if v is not None and v < 0:
                 raise ValueError(f"{k} must be a non-negative integer, got {v!r}")
         kind = release_kind(self.mechanism)
-        if kind.records and self.inference != "auto":
+        if kind.records and self.inference not in ("auto", "noise-aware"):
             raise ValueError(
-                f"inference={self.inference!r} applies only to mechanism 'gaussian' or "
-                "'laplace': randomised records are observed by data augmentation"
+                f"inference={self.inference!r} does not apply to randomised records: 'auto' "
+                "samples their exact posterior by data augmentation, 'noise-aware' by NUTS"
             )
         if kind.records and self.neighbours != "replace-one":
             raise ValueError(

@@ -175,7 +175,8 @@ def _add_budget(p: argparse.ArgumentParser) -> None:
         help="gaussian/laplace only: auto (default) samples the exact posterior given the "
         "releases by data augmentation; 'noise-aware' samples the per-family model with NUTS, "
         "'joint' the likelihood of all tables with their exact covariance with NUTS (slower); "
-        "'naive' uses the clip-and-normalise CPTs",
+        "'naive' uses the clip-and-normalise CPTs; randomized_response takes auto or "
+        "'noise-aware' (NUTS on the records' exact likelihood)",
     )
     p.add_argument(
         "--seed",

@@ -555,6 +555,8 @@ def _choose_inference(
 ) -> tuple[bool, str]:
     """(noise_aware, explanation) for Gaussian/Laplace releases and randomised records."""
     kind = release_kind(config.mechanism)
+    if kind.records and config.inference == "noise-aware":
+        return True, "exact posterior given the randomised records, by NUTS (requested)"
     if kind.records:
         return True, "exact posterior given the randomised records, by data augmentation"
     if kind.cpt_draw:

@@ -76,9 +76,9 @@ def render_report(bn: Any, s: dict[str, Any], elapsed: float) -> str:
         )
         add("")
         add(
-            "The CPTs were then inferred from the randomised records with the exact posterior "
-            "given them (Dirichlet priors on the CPTs; the true records latent, each observed "
-            "through its variable's randomization matrix)."
+            f"The CPTs were then inferred: the {s['inference_note']} (Dirichlet priors on the "
+            "CPTs; the true records latent, each observed through its variable's randomization "
+            "matrix)."
         )
     else:
         add(

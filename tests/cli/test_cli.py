@@ -924,7 +924,7 @@ def test_fit_by_randomized_response_releases_records_and_samples(cancer_files, t
     [
         ([], "--mechanism randomized_response releases one row per record"),
         (["--public-total", "2000", "--neighbours", "add-remove"], "--neighbours add-remove"),
-        (["--public-total", "2000", "--inference", "naive"], "--inference naive applies only"),
+        (["--public-total", "2000", "--inference", "naive"], "--inference naive does not apply"),
         (["--public-total", "2000", "--missing", "drop"], "--public-total with --missing drop"),
         (["--public-total", "1999"], "public_total does not equal the number of records"),
     ],
@@ -952,3 +952,15 @@ def test_fit_with_a_public_total_samples_the_dirichlet_posterior(cancer_files, t
     with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
         assert tree["posterior"].sizes["draw"] == 30
     assert "Data augmentation sampled the exact posterior" in (out / "report.md").read_text()
+
+
+def test_fit_by_randomized_response_with_nuts(cancer_files, tmp_path):
+    out = tmp_path / "rr_nuts"
+    argv = _rr_argv(cancer_files, out, "--public-total", "2000", "--inference", "noise-aware")
+    assert main([*argv, "--draws", "60", "--tune", "60", "--chains", "1", "--seed", "2"]) == 0
+    report = (out / "report.md").read_text()
+    assert "NUTS sampled" in report and "by NUTS (requested)" in report
+    import xarray as xr
+
+    with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
+        assert tree["posterior"].sizes["draw"] == 60
