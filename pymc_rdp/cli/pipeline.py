@@ -290,11 +290,18 @@ def _run(
             public_total=public_total,
         )
     acc = bn.accountant
-    if inference_note:
-        steps.info(f"inference: {inference_note}")
-
     # NUTS only when asked for; a Dirichlet posterior needs a public N (no total is released)
     nuts = noise_aware and config.inference in ("noise-aware", "joint")
+    if kind.records and not nuts and not config.time_limit:
+        # NUTS while the joint states are few (resolve_sampler); a time limit asks for data
+        # augmentation, the sampler that takes one
+        from pymc_rdp.models.posterior_sampling import resolve_sampler
+
+        nuts = resolve_sampler(bn, None) == "nuts"
+        how = "NUTS on their exact likelihood" if nuts else "data augmentation"
+        inference_note = f"exact posterior given the randomised records, by {how}"
+    if inference_note:
+        steps.info(f"inference: {inference_note}")
     sampled = noise_aware or (kind.cpt_draw and bn.n_records is not None)
     sampler_name = "NUTS" if nuts else "data augmentation"
     limit = config.time_limit  # FitConfig allows it with data augmentation only
@@ -557,8 +564,8 @@ def _choose_inference(
     kind = release_kind(config.mechanism)
     if kind.records and config.inference == "noise-aware":
         return True, "exact posterior given the randomised records, by NUTS (requested)"
-    if kind.records:
-        return True, "exact posterior given the randomised records, by data augmentation"
+    if kind.records:  # the sampler is chosen once the fit is known (_run)
+        return True, "exact posterior given the randomised records"
     if kind.cpt_draw:
         return False, ""
     inference = config.inference

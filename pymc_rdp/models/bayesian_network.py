@@ -51,10 +51,10 @@ Mechanisms
     the nodes' curves summed, one charge per node (:mod:`pymc_rdp.models.network_randomized`).
     It needs ``public_total=len(df)`` (the rows publish ``N``) and replace-one neighbours; any
     frame the table fits read will do (its engine codes the records, which are collected and
-    randomised in memory). ``sample()`` draws the exact posterior by data augmentation, and
-    ``sample(sampler="nuts")`` by NUTS on the rows' exact likelihood (:attr:`model`, up to a
-    million joint states); :attr:`cpts` is a moment estimate until then, the posterior mean
-    after.
+    randomised in memory). ``sample()`` draws the exact posterior: by NUTS on the rows' exact
+    likelihood (:attr:`model`) up to 100,000 joint states of the nodes (a million with
+    ``sampler="nuts"``), by data augmentation beyond; :attr:`cpts` is a moment estimate until
+    then, the posterior mean after.
 ``"none"``
     No privacy: the conjugate posterior ``Dirichlet(alpha0 + n[c, :])`` of every row.
 
@@ -397,7 +397,8 @@ class BayesianNetwork:
           (``n_records``);
         * ``sampler="nuts"``: NUTS on :attr:`model` (``pymc_rdp.sample``; extra keyword
           arguments go to ``pm.sample``) for Gaussian/Laplace fits and for randomised records
-          (their exact likelihood, up to a million joint states of the nodes); for a Dirichlet
+          (their exact likelihood, up to a million joint states of the nodes; their default up
+          to 100,000, data augmentation beyond); for a Dirichlet
           fit the released CPTs as one chain of one draw. ``nuts_sampler`` picks the engine:
           ``"pymc"``, ``"nutpie"`` (add ``backend="jax"`` and
           ``compile_kwargs={"gradient_backend": "jax"}`` to compile with JAX, the fastest

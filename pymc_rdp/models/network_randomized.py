@@ -25,11 +25,12 @@ and randomised in the curator's process.
 
 The analyst's side
 ------------------
-The released rows are observed by :class:`pymc_rdp.DataAugmentation`
-(:mod:`pymc_rdp.distributions.augmentation_records`): ``sample()`` draws the exact posterior of
-the CPTs given them, and ``sample(sampler="nuts")`` the same posterior by NUTS on the rows'
-exact likelihood (:mod:`pymc_rdp.distributions.records_model`, :attr:`~pymc_rdp.BayesianNetwork.
-model`, while the nodes have at most a million joint states). After sampling,
+``sample()`` draws the exact posterior of the CPTs given the released rows: by NUTS on the rows'
+exact likelihood (:mod:`pymc_rdp.distributions.records_model`, the fit's
+:attr:`~pymc_rdp.BayesianNetwork.model`) up to 100,000 joint states of the nodes (a million on
+request), and beyond by :class:`pymc_rdp.DataAugmentation`
+(:mod:`pymc_rdp.distributions.augmentation_records`), which warns when the randomization leaves
+it slow (:func:`iterations_per_draw`). After sampling,
 :attr:`~pymc_rdp.BayesianNetwork.cpts` is the posterior mean; before, it holds a moment
 estimate: each family table of the released rows with the mechanisms' matrices inverted along
 its axes (``E[T̃] = (M_{pa} ⊗ M_v) T``), negative entries set to zero, ``α₀`` added and the rows
@@ -55,9 +56,10 @@ __all__ = [
     "fit_randomized",
     "iterations_per_draw",
     "moment_cpts",
+    "warn_slow_mixing",
 ]
 
-#: iterations per effective draw (:func:`iterations_per_draw`) above which a fit warns
+#: iterations per effective draw (:func:`iterations_per_draw`) above which data augmentation warns
 SLOW_MIXING = 100.0
 
 
@@ -229,7 +231,6 @@ def fit_randomized(
     bn.alpha0 = alpha0
     bn.accountant = acc
     bn.releases = releases
-    _warn_slow_mixing({v: mechs[v] for v in bn.nodes})
     values = {v: np.asarray(r.values).astype(np.int64) for v, r in releases.items()}
     bn._point_cpts = moment_cpts(values, bn.structure, cards, mechs, alpha0)
     if joint_states([cards[v] for v in bn.nodes]) <= MAX_JOINT_STATES:
@@ -248,8 +249,9 @@ def fit_randomized(
     return bn
 
 
-def _warn_slow_mixing(mechs: dict[str, Any]) -> None:
-    """Warn when a node's randomized response leaves the posterior's chains slow (public: p, k)."""
+def warn_slow_mixing(mechs: dict[str, Any]) -> None:
+    """Warn when a node's randomized response leaves data augmentation's chains slow (from the
+    public ``p`` and ``k`` only): above :data:`SLOW_MIXING` iterations per effective draw."""
     import warnings
 
     slow = {v: iterations_per_draw(m.p, m.k) for v, m in mechs.items()}
@@ -262,7 +264,8 @@ def _warn_slow_mixing(mechs: dict[str, Any]) -> None:
         f"keeps its value with probability {m.p:.3g} against {m.q:.3g} for each other state, so "
         f"the exact posterior's chains need about {slow[node]:,.0f} iterations per effective "
         "draw of its margin (2/(p − q)² − 1, the fraction of missing information being "
-        "1 − (p − q)²). Run long chains and check the ESS, or release family tables instead",
+        "1 − (p − q)²). Run long chains and check the ESS, sample with NUTS where the nodes' "
+        "joint states allow (sampler='nuts'), or release family tables instead",
         UserWarning,
-        stacklevel=5,  # the caller of BayesianNetwork.fit
+        stacklevel=5,  # the caller of BayesianNetwork.sample
     )

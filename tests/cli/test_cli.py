@@ -893,7 +893,7 @@ def _rr_argv(files, out, *extra: str) -> list[str]:
 
 def test_fit_by_randomized_response_releases_records_and_samples(cancer_files, tmp_path):
     """--mechanism randomized_response: one randomised row per record, one charge per variable,
-    N declared, and the exact posterior sampled by data augmentation."""
+    N declared, and the exact posterior sampled (NUTS: few joint states)."""
     out = tmp_path / "rr"
     argv = _rr_argv(cancer_files, out, "--public-total", "2000", "--draws", "40", "--tune", "20")
     assert main([*argv, "--chains", "1", "--seed", "3", "--test", str(cancer_files["test"])]) == 0
@@ -914,9 +914,9 @@ def test_fit_by_randomized_response_releases_records_and_samples(cancer_files, t
         assert tree["posterior"].sizes["draw"] == 40
     report = (out / "report.md").read_text()
     assert "k-ary randomized response" in report and "No table was released" in report
-    assert "given the released records" in report
+    assert "NUTS sampled" in report  # 32 joint states: NUTS on the exact likelihood by default
     assert "(2,000) is declared public" in report
-    assert "NUTS" not in report.split("## The posterior")[0]
+    assert "by NUTS on their exact likelihood" in report
 
 
 @pytest.mark.parametrize(
@@ -964,3 +964,12 @@ def test_fit_by_randomized_response_with_nuts(cancer_files, tmp_path):
 
     with xr.open_datatree(out / "posterior.nc", engine="h5netcdf") as tree:
         assert tree["posterior"].sizes["draw"] == 60
+
+
+def test_fit_by_randomized_response_for_a_time_limit_samples_by_data_augmentation(
+    cancer_files, tmp_path
+):
+    out = tmp_path / "rr_limit"
+    argv = _rr_argv(cancer_files, out, "--public-total", "2000", "--time-limit", "20")
+    assert main([*argv, "--draws", "40", "--tune", "20", "--chains", "1"]) == 0
+    assert "given the released records" in (out / "report.md").read_text()

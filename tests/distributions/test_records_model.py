@@ -100,7 +100,7 @@ def test_data_augmentation_and_nuts_agree_and_cpts_become_the_posterior_mean():
     a = bn.sample(draws=600, tune=300, chains=2, random_seed=1, sampler="nuts")
     from_nuts = {v: bn.cpt_draws(a, v) for v in STATES}
     np.testing.assert_allclose(bn.cpts["c"], from_nuts["c"].mean(axis=0), atol=1e-12)
-    b = bn.sample(draws=3000, tune=300, chains=2, random_seed=1)
+    b = bn.sample(draws=3000, tune=300, chains=2, random_seed=1, sampler="augmentation")
     for v in STATES:
         da = bn.cpt_draws(b, v)
         # both samplers' means within a few Monte-Carlo errors (DA's autocorrelated: 10x)

@@ -175,11 +175,11 @@ def test_the_moment_estimate_inverts_the_mechanisms():
     np.testing.assert_allclose(est["colour"], truth, atol=0.06)
 
 
-def test_sample_draws_the_exact_posterior_by_data_augmentation_by_default():
+def test_sample_draws_the_exact_posterior_by_data_augmentation():
     df = _data(1500, seed=5)
     bn = _fit(df, epsilon=9.0, noise_source=UnsafeNoiseSeed(4))
     assert "released_records" in bn.model.named_vars  # the exact likelihood, for sampler="nuts"
-    idata = bn.sample(draws=400, tune=100, chains=2, random_seed=2)
+    idata = bn.sample(draws=400, tune=100, chains=2, random_seed=2, sampler="augmentation")
     assert idata["posterior"]["cough_cpt"].shape == (2, 400, 4)
     assert idata.attrs["sampler"] == "data_augmentation"
     mean = bn.cpt_draws(idata, "cough").mean(axis=0)
@@ -211,9 +211,30 @@ def test_iterations_per_draw_is_the_two_block_samplers_autocorrelation(p, its, t
     assert rho == pytest.approx((tau - 1) / (tau + 1), abs=tol)
 
 
-def test_a_budget_that_leaves_little_information_warns_naming_the_node():
+def test_data_augmentation_warns_when_the_budget_leaves_little_information():
+    bn = _fit(_data(200), epsilon=0.5, noise_source=UnsafeNoiseSeed(2))  # no warning here
     with pytest.warns(UserWarning, match=r"'colour' keeps its value with probability") as rec:
-        bn = _fit(_data(200), epsilon=0.5, noise_source=UnsafeNoiseSeed(2))
+        bn.sample(draws=20, tune=10, chains=1, random_seed=1, sampler="augmentation")
     assert "iterations per effective draw" in str(rec[0].message)
-    assert rec[0].filename == __file__  # points at the caller of fit
-    assert bn.mechanism == "randomized_response"
+    assert rec[0].filename == __file__  # points at the caller of sample
+
+
+def test_few_joint_states_sample_with_nuts_by_default_many_with_data_augmentation():
+    from pymc_rdp.models.posterior_sampling import resolve_sampler
+
+    bn = _fit(_data(200), noise_source=UnsafeNoiseSeed(2))
+    assert resolve_sampler(bn, None) == "nuts"  # 2 x 2 x 3 joint states
+    assert resolve_sampler(bn, "augmentation") == "augmentation"
+    nodes = [f"x{i}" for i in range(6)]  # 7^6 = 117,649 joint states: NUTS only on request
+    rng = np.random.default_rng(0)
+    wide = pmr.BayesianNetwork({v: [] for v in nodes}, states={v: list(range(7)) for v in nodes})
+    wide.fit(
+        pd.DataFrame({v: rng.integers(0, 7, 30) for v in nodes}),
+        mechanism="randomized_response",
+        epsilon=60.0,
+        delta=1e-6,
+        public_total=30,
+        noise_source=UnsafeNoiseSeed(1),
+    )
+    assert resolve_sampler(wide, None) == "augmentation"
+    assert resolve_sampler(wide, "nuts") == "nuts"
