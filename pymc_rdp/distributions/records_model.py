@@ -22,8 +22,8 @@ iterations_per_draw`). Its cost grows with the joint state space, so it is built
 
 Measured (``docs/performance.md``, "Randomized response at Adult's scale"): on four nodes of
 Adult (age, sex, education, income: 640 joint states, N = 32,561, ε = 8), NUTS reached a
-minimum bulk ESS of 886 and 1,082 over 2 × 1,000 draws in 41–64 s wall, compilation included;
-data augmentation 15 and 67 over 2 × 2,000 in 65–98 s.
+minimum bulk ESS of 1,049 and 879 over 2 × 1,000 draws in 34–38 s wall, compilation included;
+data augmentation 15 and 67 over 2 × 2,000 in 58–63 s (``benchmarks/bench_randomized_records.py``).
 """
 
 from __future__ import annotations
