@@ -13,7 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from pymc_rdp.cli import io
-from pymc_rdp.cli.config import DEFAULT_DELTA, DEFAULT_EPSILON, FitConfig, release_kind
+from pymc_rdp.cli.config import (
+    DEFAULT_DELTA,
+    DEFAULT_EPSILON,
+    FitConfig,
+    records_conflict,
+    release_kind,
+)
 from pymc_rdp.cli.errors import CLIError, UsageError
 from pymc_rdp.cli.ledger import load_ledger
 from pymc_rdp.cli.parser import PROG
@@ -53,16 +59,11 @@ def _check_applicable(args: argparse.Namespace, samples_dirichlet: bool = False)
         )
     kind = release_kind(args.mechanism)
     public_total = getattr(args, "public_total", None)
-    if kind.records and args.inference not in ("auto", "noise-aware"):
-        raise CLIError(
-            f"--inference {args.inference} does not apply to --mechanism randomized_response: "
-            "auto samples the exact posterior by data augmentation, noise-aware by NUTS"
-        )
-    if kind.records and args.neighbours != "replace-one":
-        raise CLIError(
-            "--neighbours add-remove does not apply to --mechanism randomized_response: its rows "
-            "publish the number of records (replace-one neighbours, --public-total)"
-        )
+    conflict = kind.records and records_conflict(
+        args.inference, args.neighbours, lambda k, v: f"--{k} {v}"
+    )
+    if conflict:
+        raise CLIError(conflict)
     if kind.records and args.command == "fit" and public_total is None:
         raise CLIError(
             "--mechanism randomized_response releases one row per record, which publishes their "

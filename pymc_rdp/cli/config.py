@@ -24,6 +24,7 @@ __all__ = [
     "FitConfig",
     "FitResult",
     "ReleaseKind",
+    "records_conflict",
     "release_kind",
 ]
 
@@ -79,6 +80,27 @@ def release_kind(mechanism: str) -> ReleaseKind:
     if cls.releases_probabilities:
         return ReleaseKind(cpt_draw=True, noise=None)
     return ReleaseKind(cpt_draw=False, noise=cls.noise_label)
+
+
+def records_conflict(inference: str, neighbours: str, spell: Any) -> str | None:
+    """What a randomized-response run cannot take, in words, or ``None``.
+
+    ``spell(option, value)`` writes an option as its caller shows it (``--inference naive`` on
+    the command line, ``inference='naive'`` in Python).
+    """
+    if inference not in ("auto", "noise-aware"):
+        return (
+            f"{spell('inference', inference)} does not apply to randomised records: "
+            f"{spell('inference', 'auto')} samples their exact posterior (NUTS while the joint "
+            f"states are few, else data augmentation), {spell('inference', 'noise-aware')} by NUTS"
+        )
+    if neighbours != "replace-one":
+        fixed = spell("neighbours", "replace-one")
+        return (
+            f"{spell('neighbours', neighbours)} does not apply to randomized response: its rows "
+            f"publish the number of records, which must be public ({fixed})"
+        )
+    return None
 
 
 # ------------------------------------------------------------------------------ settings
@@ -195,16 +217,11 @@ class FitConfig:
             if v is not None and v < 0:
                 raise ValueError(f"{k} must be a non-negative integer, got {v!r}")
         kind = release_kind(self.mechanism)
-        if kind.records and self.inference not in ("auto", "noise-aware"):
-            raise ValueError(
-                f"inference={self.inference!r} does not apply to randomised records: 'auto' "
-                "samples their exact posterior by data augmentation, 'noise-aware' by NUTS"
-            )
-        if kind.records and self.neighbours != "replace-one":
-            raise ValueError(
-                "neighbours='add-remove' does not apply to mechanism 'randomized_response': its "
-                "rows publish the number of records, which must be public (replace-one)"
-            )
+        conflict = kind.records and records_conflict(
+            self.inference, self.neighbours, lambda k, v: f"{k}={v!r}"
+        )
+        if conflict:
+            raise ValueError(conflict)
         if kind.cpt_draw and self.inference != "auto":
             raise ValueError(
                 f"inference={self.inference!r} applies only to mechanism 'gaussian' or "

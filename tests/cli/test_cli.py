@@ -970,6 +970,6 @@ def test_fit_by_randomized_response_for_a_time_limit_samples_by_data_augmentatio
     cancer_files, tmp_path
 ):
     out = tmp_path / "rr_limit"
-    argv = _rr_argv(cancer_files, out, "--public-total", "2000", "--time-limit", "20")
+    argv = _rr_argv(cancer_files, out, "--public-total", "2000", "--time-limit", "600")
     assert main([*argv, "--draws", "40", "--tune", "20", "--chains", "1"]) == 0
     assert "given the released records" in (out / "report.md").read_text()

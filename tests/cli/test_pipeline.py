@@ -79,6 +79,16 @@ def records() -> tuple[pd.DataFrame, pd.DataFrame]:
             ValueError,
             "tune: not used with inference 'naive'",
         ),
+        (
+            {"mechanism": "randomized_response", "inference": "joint"},
+            ValueError,
+            "inference='joint' does not apply to randomised records",
+        ),
+        (
+            {"mechanism": "randomized_response", "neighbours": "add-remove"},
+            ValueError,
+            "neighbours='add-remove' does not apply to randomized response",
+        ),
     ],
 )
 def test_bad_settings_are_refused_by_name(kwargs, error, match):
