@@ -249,9 +249,10 @@ def fit_randomized(
     return bn
 
 
-def warn_slow_mixing(mechs: dict[str, Any]) -> None:
+def warn_slow_mixing(mechs: dict[str, Any], nuts_available: bool) -> None:
     """Warn when a node's randomized response leaves data augmentation's chains slow (from the
-    public ``p`` and ``k`` only): above :data:`SLOW_MIXING` iterations per effective draw."""
+    public ``p`` and ``k`` only): above :data:`SLOW_MIXING` iterations per effective draw.
+    ``nuts_available``: the exact likelihood is modelled for NUTS (few enough joint states)."""
     import warnings
 
     slow = {v: iterations_per_draw(m.p, m.k) for v, m in mechs.items()}
@@ -264,8 +265,12 @@ def warn_slow_mixing(mechs: dict[str, Any]) -> None:
         f"keeps its value with probability {m.p:.3g} against {m.q:.3g} for each other state, so "
         f"the exact posterior's chains need about {slow[node]:,.0f} iterations per effective "
         "draw of its margin (2/(p − q)² − 1, the fraction of missing information being "
-        "1 − (p − q)²). Run long chains and check the ESS, sample with NUTS where the nodes' "
-        "joint states allow (sampler='nuts'), or release family tables instead",
+        "1 − (p − q)²). "
+        + (
+            "Sample with NUTS (sampler='nuts'), which does not pay this"
+            if nuts_available
+            else "Run long chains and check the ESS, or release family tables instead"
+        ),
         UserWarning,
         stacklevel=5,  # the caller of BayesianNetwork.sample
     )

@@ -86,9 +86,11 @@ def sample_augmented(
     from pymc_rdp.distributions.data_augmentation import DataAugmentation
 
     if bn.mechanism == "randomized_response":
+        from pymc_rdp.distributions.records_model import MAX_JOINT_STATES, joint_states
         from pymc_rdp.models.network_randomized import warn_slow_mixing
 
-        warn_slow_mixing({v: r.mechanism for v, r in bn.releases.items()})
+        size = joint_states([bn.cards[v] for v in bn.nodes])
+        warn_slow_mixing({v: r.mechanism for v, r in bn.releases.items()}, size <= MAX_JOINT_STATES)
     da = DataAugmentation.from_network(bn, **options)
     return da.sample(
         draws=draws, tune=tune, chains=chains, random_seed=random_seed, time_limit=time_limit

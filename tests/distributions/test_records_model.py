@@ -122,3 +122,7 @@ def test_too_many_joint_states_leave_only_data_augmentation():
     )
     with pytest.raises(ValueError, match="2,097,152"):
         bn.sample(draws=10, tune=10, chains=1, sampler="nuts")
+    noisy = _fit(df, epsilon=1.0, structure={v: [] for v in nodes}, states=bn.states)
+    with pytest.warns(UserWarning, match="release family tables instead") as rec:
+        noisy.sample(draws=5, tune=5, chains=1, random_seed=1)  # data augmentation by default
+    assert "sampler='nuts'" not in str(rec[0].message)

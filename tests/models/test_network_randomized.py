@@ -216,6 +216,7 @@ def test_data_augmentation_warns_when_the_budget_leaves_little_information():
     with pytest.warns(UserWarning, match=r"'colour' keeps its value with probability") as rec:
         bn.sample(draws=20, tune=10, chains=1, random_seed=1, sampler="augmentation")
     assert "iterations per effective draw" in str(rec[0].message)
+    assert "sampler='nuts'" in str(rec[0].message)  # 12 joint states: NUTS is offered
     assert rec[0].filename == __file__  # points at the caller of sample
 
 
