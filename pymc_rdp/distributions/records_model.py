@@ -52,7 +52,9 @@ def joint_states(cards: Sequence[int]) -> int:
     return int(np.prod(np.asarray(cards, dtype=object)))
 
 
-def released_table(values: Mapping[str, np.ndarray], nodes: Sequence[str], cards: Sequence[int]):
+def released_table(
+    values: Mapping[str, np.ndarray], nodes: Sequence[str], cards: Sequence[int]
+) -> np.ndarray:
     """The released rows' counts over the joint states, int64 of shape ``cards`` (C order)."""
     flat = np.zeros(len(values[nodes[0]]), dtype=np.int64)
     for v, k in zip(nodes, cards, strict=True):

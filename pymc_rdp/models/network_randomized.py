@@ -77,6 +77,9 @@ def iterations_per_draw(p: float, k: int) -> float:
     autocorrelation time is ``(1 + ρ)/(1 − ρ) = 2/(p − q)² − 1`` iterations per effective
     draw. A node's parents and children being latent too only slow the chain further.
     """
+    from pymc_rdp.privacy.curves import check_categorical_rr
+
+    k, p = check_categorical_rr(p, k)
     d2 = (p - (1.0 - p) / (k - 1)) ** 2
     return 2.0 / d2 - 1.0
 

@@ -239,3 +239,14 @@ def test_few_joint_states_sample_with_nuts_by_default_many_with_data_augmentatio
     )
     assert resolve_sampler(wide, None) == "augmentation"
     assert resolve_sampler(wide, "nuts") == "nuts"
+
+
+@pytest.mark.parametrize(
+    ("p", "k", "err", "word"),
+    [(0.2, 5, ValueError, "p"), (float("nan"), 3, ValueError, "p"), (0.9, 1, ValueError, "k")],
+)
+def test_iterations_per_draw_refuses_bad_input_by_name(p, k, err, word):
+    from pymc_rdp.models.network_randomized import iterations_per_draw
+
+    with pytest.raises(err, match=word):
+        iterations_per_draw(p, k)

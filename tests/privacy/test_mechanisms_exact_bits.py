@@ -83,3 +83,22 @@ def test_uniform_below_rejects_and_is_uniform_over_every_pattern():
     assert uniform_below(_Words([]), 1, 4).tolist() == [0, 0, 0, 0]
     with pytest.raises(ValueError, match="m"):
         uniform_below(_Words([]), 0, 1)
+
+
+@pytest.mark.parametrize(
+    ("call", "err", "word"),
+    [
+        (lambda: bernoulli_float(UnsafeNoiseSeed(1), float("nan"), 3), ValueError, "p"),
+        (lambda: bernoulli_float(UnsafeNoiseSeed(1), float("inf"), 3), ValueError, "p"),
+        (lambda: bernoulli_float(UnsafeNoiseSeed(1), 0.0, 3), ValueError, "p"),
+        (lambda: bernoulli_float(UnsafeNoiseSeed(1), "0.5", 3), TypeError, "p"),
+        (lambda: bernoulli_float(UnsafeNoiseSeed(1), 0.5, -1), ValueError, "n"),
+        (lambda: uniform_words(UnsafeNoiseSeed(1), -2), ValueError, "n"),
+        (lambda: uniform_words(UnsafeNoiseSeed(1), 2.0), ValueError, "n"),
+        (lambda: uniform_below(UnsafeNoiseSeed(1), 3, -1), ValueError, "n"),
+        (lambda: uniform_below(UnsafeNoiseSeed(1), 2.5, 1), ValueError, "m"),
+    ],
+)
+def test_bad_input_is_refused_naming_the_argument(call, err, word):
+    with pytest.raises(err, match=rf"\b{word}\b"):
+        call()

@@ -20,7 +20,9 @@ NumPy arrays rather than one Python call per record.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +31,12 @@ from pymc_rdp.privacy.mechanisms.noise import NoiseSource
 __all__ = ["bernoulli_float", "uniform_below", "uniform_words"]
 
 _WORD = 64
+
+
+def _check_count(n: Any, name: str = "n") -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {n!r}")
+    return int(n)
 
 
 def uniform_words(source: NoiseSource, n: int) -> np.ndarray:
@@ -47,7 +55,8 @@ def uniform_words(source: NoiseSource, n: int) -> np.ndarray:
         uint64 array of length ``n``; word ``i`` is bits ``64 i … 64 i + 63`` of
         ``source.randbits(64 n)``.
     """
-    if n <= 0:
+    n = _check_count(n)
+    if n == 0:
         return np.zeros(0, dtype=np.uint64)
     big = source.randbits(_WORD * n)
     return np.frombuffer(big.to_bytes(8 * n, "little"), dtype="<u8").astype(np.uint64)
@@ -74,9 +83,11 @@ def bernoulli_float(source: NoiseSource, p: float, n: int) -> np.ndarray:
     -----
     ``p = a / 2^b`` exactly; an event is ``U < a`` for ``U`` uniform on ``[0, 2^b)``.
     """
-    frac = Fraction(p)
-    if not 0 < frac < 1:
+    if isinstance(p, bool) or not isinstance(p, (int, float, np.integer, np.floating)):
+        raise TypeError(f"p must be a number in the open interval (0, 1), got {p!r}")
+    if not (math.isfinite(p) and 0 < p < 1):
         raise ValueError(f"p must lie in the open interval (0, 1), got {p!r}")
+    frac = Fraction(float(p))
     a = frac.numerator
     b = frac.denominator.bit_length() - 1
     words = uniform_words(source, n)
@@ -107,9 +118,9 @@ def uniform_below(source: NoiseSource, m: int, n: int) -> np.ndarray:
     numpy.ndarray
         int64 array of length ``n``.
     """
-    if m < 1 or m > 2**63:
-        raise ValueError(f"m must lie in 1 .. 2**63, got {m}")
-    out = np.zeros(n, dtype=np.int64)
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 1 <= m <= 2**63:
+        raise ValueError(f"m must be an integer in 1 .. 2**63, got {m!r}")
+    out = np.zeros(_check_count(n), dtype=np.int64)
     if m == 1:
         return out
     shift = np.uint64(_WORD - (m - 1).bit_length())
