@@ -89,9 +89,14 @@ def register_jax_when_loaded() -> None:
         return
     if any(isinstance(f, _AfterJaxDispatch) for f in sys.meta_path):
         return
-    try:
-        if importlib.util.find_spec("jax") is None:
+    # a module already in sys.modules may be a lazy placeholder (ArviZ puts one there for jax):
+    # find_spec would read its __spec__ and so import jax, about a second
+    if "jax" not in sys.modules:
+        try:
+            if importlib.util.find_spec("jax") is None:
+                return
+        except (ImportError, ValueError):  # a blocked jax
             return
-    except (ImportError, ValueError):  # a blocked or half-imported jax
+    elif sys.modules["jax"] is None:  # import blocked through sys.modules
         return
     sys.meta_path.insert(0, _AfterJaxDispatch())

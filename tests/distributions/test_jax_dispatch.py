@@ -262,3 +262,19 @@ def test_importing_the_package_does_not_import_jax() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
+def test_importing_arviz_first_still_leaves_jax_unloaded() -> None:
+    # ArviZ places a lazy module under sys.modules["jax"]; reading its spec would import jax
+    code = (
+        "import sys, arviz, pymc_rdp, pymc_rdp.distributions, pymc_rdp.models.network_posterior;"
+        "assert type(sys.modules['jax']).__name__ == '_LazyModule', type(sys.modules['jax']);"
+        "assert 'jaxlib' not in sys.modules, 'jax imported';"
+        "import pytensor.link.jax.dispatch as d;"
+        "from pymc_rdp.distributions.ops import Polygamma;"
+        "impl = d.jax_funcify.dispatch(Polygamma);"
+        "assert impl.__module__ == 'pymc_rdp.distributions.jax_dispatch', impl"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
