@@ -10,6 +10,9 @@ the releases and never charges the accountant.
 from __future__ import annotations
 
 import importlib.util
+import multiprocessing
+import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -17,7 +20,14 @@ import numpy as np
 from pymc_rdp.distributions.bn_models import cell_dim, cpt_name, table_dims
 from pymc_rdp.models.network_fit import normalise_rows
 
-__all__ = ["NUTS_ENGINES", "check_nuts_engine", "cpt_draws", "is_point_model", "sample_network"]
+__all__ = [
+    "NUTS_ENGINES",
+    "check_nuts_engine",
+    "cpt_draws",
+    "is_point_model",
+    "nuts_chain_cores",
+    "sample_network",
+]
 
 #: ``pm.sample``'s NUTS engines and the packages each needs (``pip install 'pymc-rdp[extra]'``)
 NUTS_ENGINES: dict[str, tuple[tuple[str, ...], str | None]] = {
@@ -26,6 +36,33 @@ NUTS_ENGINES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "numpyro": (("jax", "numpyro"), "jax"),
     "blackjax": (("jax", "blackjax"), None),
 }
+
+
+def nuts_chain_cores(chains: int, kwargs: dict[str, Any]) -> int | None:
+    """Processes for PyMC's NUTS chains when the caller gave no ``cores``, or None (PyMC's own).
+
+    PyMC's default, ``min(4, os.cpu_count() // 2)``, takes half the CPUs for hardware threads,
+    so on a 2-CPU machine it runs the chains one after another. Where PyMC starts its chain
+    processes by ``fork`` (its default on Linux, which needs no ``if __name__ == "__main__"``
+    guard in the caller's script), the chains get ``min(chains, os.cpu_count())`` processes:
+    the same draws, chain for chain, in about half the wall time on two cores
+    (``benchmarks/bench_randomized_records.py --cores``). Left to PyMC: a caller's ``cores`` or
+    ``mp_ctx``, another engine (nutpie runs its chains in threads), another start method, and a
+    process that has loaded JAX (``jaxlib``), whose threads make ``fork`` unsafe (JAX warns of
+    deadlocks).
+    """
+    if "cores" in kwargs or "mp_ctx" in kwargs or chains < 2:
+        return None
+    # jax's compiled library, not the lazy placeholder that ArviZ puts in sys.modules["jax"]
+    if kwargs.get("nuts_sampler", "pymc") != "pymc" or "jaxlib" in sys.modules:
+        return None
+    if importlib.util.find_spec("nutpie") is not None and "nuts_sampler" not in kwargs:
+        return None  # PyMC may pick nutpie
+    # the start method set in this process, else the platform's default (listed first)
+    method = multiprocessing.get_start_method(allow_none=True)
+    if (method or multiprocessing.get_all_start_methods()[0]) != "fork":
+        return None
+    return max(1, min(int(chains), os.cpu_count() or 1))
 
 
 def check_nuts_engine(nuts_sampler: Any) -> None:
@@ -104,6 +141,9 @@ def sample_network(
     else:
         from pymc_rdp.distributions import sample as _sample
 
+        cores = nuts_chain_cores(chains, kwargs)
+        if cores is not None:
+            kwargs["cores"] = cores
         idata = _sample(
             draws,
             model=bn.model,
