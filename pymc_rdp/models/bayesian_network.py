@@ -396,7 +396,8 @@ class BayesianNetwork:
           as in :meth:`~pymc_rdp.DataAugmentation.sample`); an unknown ``N`` is sampled too
           (``n_records``);
         * ``sampler="nuts"``: NUTS on :attr:`model` (``pymc_rdp.sample``; extra keyword
-          arguments go to ``pm.sample``) for Gaussian/Laplace fits and for randomised records
+          arguments go to ``pm.sample``; without ``cores``, a process per chain where PyMC
+          forks them: :func:`pymc_rdp.models.network_posterior.nuts_chain_cores`) for Gaussian/Laplace fits and for randomised records
           (their exact likelihood, up to a million joint states of the nodes; their default up
           to 100,000, data augmentation beyond); for a Dirichlet
           fit the released CPTs as one chain of one draw. ``nuts_sampler`` picks the engine:
