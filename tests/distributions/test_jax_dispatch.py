@@ -250,31 +250,29 @@ def test_forward_draw_of_a_release_is_refused_under_jax() -> None:
         fn()
 
 
+# the registration, checked once PyTensor's JAX backend loads
+_REGISTERED = (
+    "import pytensor.link.jax.dispatch as d;"
+    "from pymc_rdp.distributions.ops import Polygamma;"
+    "impl = d.jax_funcify.dispatch(Polygamma);"
+    "assert impl.__module__ == 'pymc_rdp.distributions.jax_dispatch', impl"
+)
+
+
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
-def test_importing_the_package_does_not_import_jax() -> None:
-    code = (
+@pytest.mark.parametrize(
+    "imports",
+    [
         "import sys, pymc_rdp.distributions, pymc_rdp.distributions.ops;"
-        "assert 'jax' not in sys.modules, 'jax imported';"
-        "import pytensor.link.jax.dispatch as d;"
-        "from pymc_rdp.distributions.ops import Polygamma;"
-        "impl = d.jax_funcify.dispatch(Polygamma);"
-        "assert impl.__module__ == 'pymc_rdp.distributions.jax_dispatch', impl"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert out.returncode == 0, out.stderr[-2000:]
-
-
-@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
-def test_importing_arviz_first_still_leaves_jax_unloaded() -> None:
-    # ArviZ places a lazy module under sys.modules["jax"]; reading its spec would import jax
-    code = (
+        "assert 'jax' not in sys.modules, 'jax imported';",
+        # ArviZ places a lazy module under sys.modules["jax"]; reading its spec imports jax
         "import sys, arviz, pymc_rdp, pymc_rdp.distributions, pymc_rdp.models.network_posterior;"
         "assert type(sys.modules['jax']).__name__ == '_LazyModule', type(sys.modules['jax']);"
-        "assert 'jaxlib' not in sys.modules, 'jax imported';"
-        "import pytensor.link.jax.dispatch as d;"
-        "from pymc_rdp.distributions.ops import Polygamma;"
-        "impl = d.jax_funcify.dispatch(Polygamma);"
-        "assert impl.__module__ == 'pymc_rdp.distributions.jax_dispatch', impl"
-    )
+        "assert 'jaxlib' not in sys.modules, 'jax imported';",
+    ],
+    ids=["alone", "after-arviz"],
+)
+def test_importing_the_package_does_not_import_jax(imports: str) -> None:
+    code = imports + _REGISTERED
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr[-2000:]
