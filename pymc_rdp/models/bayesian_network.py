@@ -397,12 +397,12 @@ class BayesianNetwork:
           (``n_records``);
         * ``sampler="nuts"``: NUTS on :attr:`model` (``pymc_rdp.sample``; extra keyword
           arguments go to ``pm.sample``; without ``cores``, a process per chain where PyMC
-          forks them: :func:`pymc_rdp.models.network_posterior.nuts_chain_cores`) for Gaussian/Laplace fits and for randomised records
-          (their exact likelihood, up to a million joint states of the nodes; their default up
-          to 100,000, data augmentation beyond); for a Dirichlet
-          fit the released CPTs as one chain of one draw. ``nuts_sampler`` picks the engine:
-          ``"pymc"``, ``"nutpie"`` (add ``backend="jax"`` and
-          ``compile_kwargs={"gradient_backend": "jax"}`` to compile with JAX, the fastest
+          forks them: :func:`pymc_rdp.models.network_posterior.nuts_chain_cores`) for
+          Gaussian/Laplace fits and for randomised records (their exact likelihood, up to a
+          million joint states of the nodes; their default up to 100,000, data augmentation
+          beyond); for a Dirichlet fit the released CPTs as one chain of one draw.
+          ``nuts_sampler`` picks the engine: ``"pymc"``, ``"nutpie"`` (add ``backend="jax"``
+          and ``compile_kwargs={"gradient_backend": "jax"}`` to compile with JAX, the fastest
           cold start: ``pip install 'pymc-rdp[jax]'``), ``"numpyro"`` or ``"blackjax"``; an
           engine that is not installed raises ImportError naming the install command
           (:func:`pymc_rdp.models.network_posterior.check_nuts_engine`). Left out, PyMC
