@@ -46,13 +46,15 @@ def nuts_chain_cores(chains: int, kwargs: dict[str, Any]) -> int | None:
     processes by ``fork`` (its default on Linux, which needs no ``if __name__ == "__main__"``
     guard in the caller's script), the chains get ``min(chains, os.cpu_count())`` processes:
     the same draws, chain for chain, in about half the wall time on two cores
-    (``benchmarks/bench_randomized_records.py --cores``). Left to PyMC: a caller's ``cores`` or
+    (``benchmarks/bench_randomized_records.py --nuts-cores``). Left to PyMC: a caller's ``cores`` or
     ``mp_ctx``, another engine (nutpie runs its chains in threads), another start method, and a
     process that has loaded JAX (``jaxlib``), whose threads make ``fork`` unsafe (JAX warns of
     deadlocks).
     """
-    if "cores" in kwargs or "mp_ctx" in kwargs or chains < 2:
+    if "cores" in kwargs or "mp_ctx" in kwargs:
         return None
+    if isinstance(chains, bool) or not isinstance(chains, (int, np.integer)) or chains < 2:
+        return None  # one chain, or a value for PyMC to refuse with its own message
     # jax's compiled library, not the lazy placeholder that ArviZ puts in sys.modules["jax"]
     if kwargs.get("nuts_sampler", "pymc") != "pymc" or "jaxlib" in sys.modules:
         return None
@@ -62,7 +64,7 @@ def nuts_chain_cores(chains: int, kwargs: dict[str, Any]) -> int | None:
     method = multiprocessing.get_start_method(allow_none=True)
     if (method or multiprocessing.get_all_start_methods()[0]) != "fork":
         return None
-    return max(1, min(int(chains), os.cpu_count() or 1))
+    return min(int(chains), os.cpu_count() or 1)
 
 
 def check_nuts_engine(nuts_sampler: Any) -> None:
