@@ -57,6 +57,15 @@ from numba import njit
 #: five versions of :func:`_add_terms_from` took 4.6 of the first call's 19 s).
 per_record = njit(cache=True, nogil=True, _nrt=False)
 
+#: Decorator of small helpers that numba inlines into each caller's code before typing it. A
+#: separately compiled function is optimised and turned into machine code together with every
+#: function it calls, so each level of calls compiles its callees' code again; inlining the
+#: grouping's key and sorting helpers and the row-block moves' bookkeeping took about 1.2 s of
+#: CPU off compiling the sampler's default moves on Adult (``benchmarks/bench_da.py --cold``),
+#: their machine code as fast. Not for helpers of more than 30 arguments: CPython passes those
+#: as one tuple (``CALL_FUNCTION_EX``), which numba's inliner refuses.
+inlined = njit(cache=True, nogil=True, inline="always")
+
 KIND_NONE = 0
 KIND_GAUSSIAN = 1
 KIND_LAPLACE = 2
@@ -75,7 +84,7 @@ def seed(value):
 
 # The helpers take scalars or arrays, never the parameter tuples: unpacking a tuple inside a
 # helper called per record cost about 100x (reference counting of every array it holds).
-@njit(cache=True, nogil=True, inline="always")
+@inlined
 def _cell_term(kv, coef_v, r_v, y_c, logt_c, acell_c, n):
     if kv == 1:
         d = y_c - n
@@ -90,14 +99,14 @@ def _cell_term(kv, coef_v, r_v, y_c, logt_c, acell_c, n):
     return 0.0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@inlined
 def _row_term(kv, r_v, arow_r, n):
     if kv == 3:
         return math.lgamma(r_v * n + arow_r)
     return 0.0
 
 
-@njit(cache=True, nogil=True, inline="always")
+@inlined
 def _cell_value(v, cell, n, bd, kind, coef, r, y, logt, acell, lg_cell, lgd_cell):
     """The whole cell term of ``v``'s family at count ``n``: the release's, with the BD score's
     if ``bd`` (the tabulated Dirichlet kind's log Γ term read from ``lgd_cell``)."""
@@ -110,7 +119,7 @@ def _cell_value(v, cell, n, bd, kind, coef, r, y, logt, acell, lg_cell, lgd_cell
     return t
 
 
-@njit(cache=True, nogil=True, inline="always")
+@inlined
 def _row_value(v, row, n, bd, kind, r, arow, lg_row, lgd_row):
     """The whole row term of ``v``'s family at total ``n`` (:func:`_cell_value`'s pair)."""
     kv = kind[v]

@@ -76,7 +76,12 @@ import math
 import numpy as np
 from numba import njit
 
-from pymc_rdp.distributions._augmentation_kernels import _add_terms_from, _config, per_record
+from pymc_rdp.distributions._augmentation_kernels import (
+    _add_terms_from,
+    _config,
+    inlined,
+    per_record,
+)
 
 __all__ = [
     "KEY_SPACE_LIMIT",
@@ -96,7 +101,7 @@ KEY_SPACE_LIMIT = 2.0**62
 
 #: inlined into the sweep at numba's IR level: as a call, each of the one or two per record passed
 #: its twenty-odd arrays field by field, and a sweep on Adult took 41 ms instead of 28
-@njit(cache=True, nogil=True, inline="always")
+@inlined
 def _weight(
     v, k, base, cw0, xw, cs, card, cell_off, row_off, n_ch, ch,
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row,
@@ -173,7 +178,7 @@ def _child_strides(card, n_par, par, stride, n_ch, ch):
     return cs
 
 
-@per_record
+@inlined
 def _blanket(v, n_par, par, n_ch, ch, mb):
     """``v``'s Markov blanket written into ``mb``: its parents, then per child the child and
     its other parents, each node once. Returns their number."""
@@ -194,7 +199,7 @@ def _blanket(v, n_par, par, n_ch, ch, mb):
     return m
 
 
-@per_record
+@inlined
 def _key_space(card, mb, m):
     """The number of keys over the blanket ``mb[:m]`` (a float: it can exceed int64)."""
     space = 1.0
@@ -203,7 +208,7 @@ def _key_space(card, mb, m):
     return space
 
 
-@njit(cache=True, nogil=True)
+@inlined
 def _keys(v, xt, card, n_par, par, n_ch, ch, keys, limit):
     """Every record's key for node ``v``: its states at ``v``'s Markov blanket in mixed radix
     (parents most significant), read from the records stored node-major (``xt[u, j]``, record
@@ -233,7 +238,7 @@ def _keys(v, xt, card, n_par, par, n_ch, ch, keys, limit):
     return space
 
 
-@njit(cache=True, nogil=True)
+@inlined
 def radix_order(keys, space):
     """Indices that sort ``keys`` (non-negative, below ``space``), stably: a least-significant-
     digit radix sort in as few passes of at most 16 bits as ``space`` needs, the bits shared
@@ -277,7 +282,7 @@ _ONE_BY_ONE = 1024.0
 _COUNTING_SPACE = 64
 
 
-@njit(cache=True, nogil=True)
+@inlined
 def _counting_order(keys, space, sorted_keys):
     """Indices that sort ``keys`` (non-negative, below ``space``) stably, by counting, with the
     records split into four contiguous quarters scanned side by side, each with its own counts
@@ -436,14 +441,19 @@ def one_by_one_nodes(net: tuple, n: int, key_space_limit: float = KEY_SPACE_LIMI
     """Per node, whether :func:`gibbs_sweep` updates its records one by one with cached factor
     terms: its Markov blanket's key space (:func:`_blanket`, :func:`_key_space`) exceeds
     ``key_space_limit`` or ``_ONE_BY_ONE`` times the number of records ``n``. It depends on the
-    network and ``n`` only: a chain computes it once, in a Python loop over the nodes (as a
-    kernel of its own, its compilation took 0.4 s of the first run)."""
+    network and ``n`` only: a chain computes it once, in a Python loop over the nodes that runs
+    the helpers' Python functions (as a kernel of its own, its compilation took 0.4 s of the
+    first run; calling the compiled helpers from Python, 0.3 s)."""
     card, n_par, par, _, _, _, n_ch, ch = net
     limit = min(key_space_limit, _ONE_BY_ONE * n)
+    # numba's dispatchers keep the Python function (with NUMBA_DISABLE_JIT they are it)
+    blanket = getattr(_blanket, "py_func", _blanket)
+    key_space = getattr(_key_space, "py_func", _key_space)
     mb = np.empty(len(card), dtype=np.int64)
     out = np.zeros(len(card), dtype=np.bool_)
     for v in range(len(card)):
-        out[v] = _key_space(card, mb, _blanket(v, n_par, par, n_ch, ch, mb)) > limit
+        m = blanket(v, n_par, par, n_ch, ch, mb)
+        out[v] = key_space(card, mb, m) > limit
     return out
 
 

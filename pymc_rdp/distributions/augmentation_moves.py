@@ -72,13 +72,14 @@ from pymc_rdp.distributions._augmentation_kernels import (
     _other_state,
     _swap,
     _undo,
+    inlined,
     per_record,
 )
 
 __all__ = ["row_block_sweep", "row_proposal", "weighted_row_proposal"]
 
 
-@njit(cache=True, nogil=True)
+@inlined
 def _buckets(v, x, card, n_par, par, stride, cell_off, cell_n):
     """Records sorted by their local cell ``c K + k`` of family ``v`` (a counting sort):
     ``order`` (records), ``pos`` (each record's place), ``start`` and ``size`` per cell."""
@@ -104,7 +105,7 @@ def _buckets(v, x, card, n_par, par, stride, cell_off, cell_n):
     return order, pos, start, size
 
 
-@per_record
+@inlined
 def _take(order, pos, start, size, cell, m, sel):
     """An ordered uniform ``m``-tuple of the records of cell ``cell`` (buckets of
     :func:`_buckets`) into ``sel[:m]``, moved to the front of the cell."""
@@ -115,7 +116,7 @@ def _take(order, pos, start, size, cell, m, sel):
         sel[t] = order[s0 + t]
 
 
-@per_record
+@inlined
 def _relocate(order, pos, start, size, p, l1, l2):
     """Move the record at place ``p`` (in cell ``l1``) into cell ``l2``, keeping cells
     contiguous (one swap per cell boundary crossed)."""
@@ -155,7 +156,7 @@ def _block_of_pair(size, first, k1, k2, nonempty, max_m, log_sel):
     return l1, l2, m, after, log_sel
 
 
-@per_record
+@inlined
 def row_proposal(size, first, kv, nonempty, max_m):
     """The selection of a row-block move in the row whose cells start at local cell ``first``
     (module notes): the source cell ``l1`` uniformly among the row's ``nonempty`` non-empty
@@ -176,7 +177,7 @@ def row_proposal(size, first, kv, nonempty, max_m):
     return l1, l2, m, after, log_sel
 
 
-@per_record
+@inlined
 def weighted_row_proposal(size, first, kv, nonempty, max_m):
     """The selection of a row-block move with the pair of states drawn in proportion to its
     records (module notes, "State pairs weighted by their counts"), in the row whose cells

@@ -68,6 +68,7 @@ from pymc_rdp.distributions._augmentation_kernels import (
     _cell_value,
     _config,
     _row_value,
+    inlined,
     per_record,
 )
 from pymc_rdp.distributions.augmentation_gibbs import _child_strides, group_order, node_major
@@ -152,7 +153,7 @@ def _pair_weights(
         lw[i] = t
 
 
-@njit(cache=True, nogil=True)
+@inlined
 def _log_sum(lw, lo, hi):
     """``log Σ exp(lw[lo..hi])``."""
     top = lw[lo]

@@ -104,6 +104,7 @@ from numba import njit
 from pymc_rdp.distributions._augmentation_kernels import (
     _config,
     _shift,
+    inlined,
     per_record,
 )
 from pymc_rdp.distributions.augmentation_moves import (
@@ -336,7 +337,7 @@ def _redraw_accept(
     return False
 
 
-@njit(cache=True, nogil=True)
+@inlined
 def _subtree_set(v, desc, n_desc):
     """``v`` and its descendants: ``(dset, n_d)``."""
     n_d = 1 + n_desc[v]
@@ -347,7 +348,7 @@ def _subtree_set(v, desc, n_desc):
     return dset, n_d
 
 
-@njit(cache=True, nogil=True)
+@inlined
 def _child_places(dset, n_d, where, n_ch, ch):
     """Per place ``i`` in ``dset``, the places of its node's children (all in ``dset``, which
     holds a node's descendants): ``kid[i, :n_kid[i]]``."""
@@ -360,7 +361,7 @@ def _child_places(dset, n_d, where, n_ch, ch):
     return n_kid, kid
 
 
-@njit(cache=True, nogil=True)
+@inlined
 def move_buffers(dset, n_d, entries, card, n_ch, ch):
     """The working arrays of a subtree-type move of ``v = dset[0]`` (with its descendants
     ``dset[1:n_d]``) whose proposals change at most ``entries`` (record, node) values:
