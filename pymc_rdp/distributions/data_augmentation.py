@@ -840,12 +840,23 @@ class DataAugmentation(AugmentationStep):
 
         pool_on = pooled_on() if decide < 0 else []
 
-        # subtree and child-row moves read the predictive's logarithms from tables
+        # subtree-type moves read the predictive's logarithms from tables, made before the first
+        # such move: the helper compiles their kernel meanwhile (its compilation here, 0.3 s on
+        # Adult, came before the first move's), and ``typed_predictive`` stands in for them
+        # until then (the helper needs their types only)
         predictive = None
-        if {"subtree", "child_row", "pooled_row", "transfer"} & set(self.moves):
+        predictive_moves = {"subtree", "child_row", "pooled_row", "transfer"} & set(self.moves)
+        typed_predictive = (
+            self._alpha,
+            np.empty((0, 0)),
+            np.empty(0, dtype=np.int64),
+            np.empty(0, dtype=np.int64),
+        )
+
+        def predictive_tables() -> tuple[np.ndarray, ...]:
             logs, num_of, den_of = kt.predictive_logs(self._alpha, net[0], self.n_records)
             num_of[len(self.nodes) :] = -1  # released values: kept, never drawn
-            predictive = (self._alpha, logs, num_of, den_of)
+            return (self._alpha, logs, num_of, den_of)
 
         def descend(sweep, units, per, size, cap, it, prior, chosen=None):
             """One sweep of subtree-type moves over ``units`` (nodes or edges; those at the
@@ -875,12 +886,12 @@ class DataAugmentation(AugmentationStep):
             )))  # fmt: skip
         if "subtree" in self.moves[1:]:
             ahead.insert(0, (kt.subtree_sweep, (
-                *trees[0], per_row[0], round(tree_size[0]), predictive, desc, n_desc,
+                *trees[0], per_row[0], round(tree_size[0]), typed_predictive, desc, n_desc,
                 x, net, obs, cell_n, row_n,
             )))  # fmt: skip
         if "transfer" in self.moves[1:]:
             ahead.insert(0, (kx.transfer_sweep, (
-                0, per_transfer[0], round(tree_size[0]), predictive, desc, n_desc,
+                0, per_transfer[0], round(tree_size[0]), typed_predictive, desc, n_desc,
                 x, net, obs, cell_n, row_n,
             )))  # fmt: skip
         # child-row and pooled child-row moves share the kernel and its argument types
@@ -890,10 +901,12 @@ class DataAugmentation(AugmentationStep):
         ):
             if move in self.moves[1:] and units:
                 ahead.insert(0, (kt.child_row_sweep, (
-                    *units[0], per[0], round(size[0]), predictive, desc, n_desc,
+                    *units[0], per[0], round(size[0]), typed_predictive, desc, n_desc,
                     x, net, obs, cell_n, row_n,
                 )))  # fmt: skip
                 break
+        if predictive_moves and self.moves[0] not in predictive_moves:
+            ahead.insert(1, (kt.predictive_logs, (self._alpha, net[0], self.n_records)))
         # the later moves that call a kernel handed ahead (θ's draw in the first three)
         calls_ahead = {
             "record",
@@ -915,6 +928,8 @@ class DataAugmentation(AugmentationStep):
                 for m, move in enumerate(self.moves):
                     if it == 0 and m > 0 and move in calls_ahead:
                         helper.wait()  # its kernels: loaded once the helper has them
+                    if predictive is None and move in predictive_moves:
+                        predictive = predictive_tables()
                     if move == "record":
                         k.draw_theta(cell_n, self._alpha, net, theta, buf)
                         rates[move] = k.record_sweep(x, theta, net, obs, cell_n, row_n) / max(

@@ -211,10 +211,17 @@ def test_the_helper_imports_with_this_process_path(tmp_path):
 @pytest.mark.parametrize(
     "moves, expected",
     [
-        (("gibbs", "gibbs", "subtree"), {"subtree_sweep", "draw_theta"}),
-        (("gibbs", "subtree", "child_row"), {"subtree_sweep", "child_row_sweep", "draw_theta"}),
-        (("gibbs", "subtree", "pooled_row"), {"subtree_sweep", "child_row_sweep", "draw_theta"}),
-        (("record", "subtree"), {"subtree_sweep"}),
+        (("gibbs", "gibbs", "subtree"), {"subtree_sweep", "predictive_logs", "draw_theta"}),
+        (
+            ("gibbs", "subtree", "child_row"),
+            {"subtree_sweep", "child_row_sweep", "predictive_logs", "draw_theta"},
+        ),
+        (
+            ("gibbs", "subtree", "pooled_row"),
+            {"subtree_sweep", "child_row_sweep", "predictive_logs", "draw_theta"},
+        ),
+        (("record", "subtree"), {"subtree_sweep", "predictive_logs"}),
+        (("subtree", "gibbs"), {"draw_theta"}),  # the first move's tables are made at once
         (None, {"birth_death"}),  # N unknown: the record sweep, then birth/death moves
     ],
 )
@@ -269,12 +276,36 @@ def test_waiting_is_bounded_and_leaves_the_helper_to_stop():
     """``wait`` returns after its timeout with the helper still running (the kernel is then
     compiled where it is called); ``stop`` kills it."""
     slow = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    helper = ahead.AheadCompilation(slow, [])
+    lacking = (numba.float64, numba.float64)  # a job this process has not compiled
+    helper = ahead.AheadCompilation(slow, [], jobs=[(kernels._log_choose, lacking)])
     start = time.monotonic()
     helper.wait(timeout=0.2)
     assert time.monotonic() - start < 5 and slow.poll() is None
     helper.stop()
     assert slow.poll() is not None
+
+
+def test_a_helper_left_with_nothing_this_process_lacks_is_stopped():
+    """A helper on a job this process has compiled meanwhile, with none after it that this
+    process lacks, is stopped instead of waited for (it would compile the job a second time)."""
+    kernels._log_choose(5, 2)  # compiled here for (int64, int64)
+    here = (numba.int64, numba.int64)
+    fake = subprocess.Popen(  # reports starting jobs 0 and 1, then "compiles" job 1
+        [sys.executable, "-c", "print(0); print(1, flush=True); import time; time.sleep(60)"],
+        stdout=subprocess.PIPE,
+    )
+    helper = ahead.AheadCompilation(fake, [], jobs=[(kernels._log_choose, here)] * 2)
+    try:
+        start = time.monotonic()
+        while helper._progress() < 1 and time.monotonic() - start < 60:
+            time.sleep(0.01)
+        assert helper._left_to_helper() == 0
+        start = time.monotonic()
+        helper.wait(timeout=30)
+        assert time.monotonic() - start < 5 and fake.poll() is not None
+        assert helper._left_to_helper() == -1
+    finally:
+        helper.stop()
 
 
 def test_the_chain_waits_for_the_helper_before_its_first_later_move(monkeypatch):
