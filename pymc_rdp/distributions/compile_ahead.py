@@ -24,7 +24,9 @@ there, and the same machine code runs either way. In the benchmark's process (``
 --cold``, 2026-12-06), Adult's first 23 iterations of 2 chains took 9.5–9.7 s with a helper
 the chain did not wait for, which took 1.1 s to import the package, and 7.5–7.7 s with the
 waiting, the lighter import and a heat-bath kernel 1.7 s quicker to compile; 1.8–2.1 s with
-every kernel cached.
+every kernel cached. On a slower machine (2026-12-07) they took 11.9–12.7 s, and 9.6–10.2 s once
+a helper that had started a kernel this process was compiling was stopped instead of waited for
+and fewer helpers were compiled separately; 1.6–1.7 s cached.
 
 The helper is started only for kernels neither compiled in this process nor already in the
 cache, never twice for the same kernel at once, and not at all where this process may run on
