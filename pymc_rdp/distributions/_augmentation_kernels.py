@@ -60,10 +60,12 @@ per_record = njit(cache=True, nogil=True, _nrt=False)
 #: Decorator of small helpers that numba inlines into each caller's code before typing it. A
 #: separately compiled function is optimised and turned into machine code together with every
 #: function it calls, so each level of calls compiles its callees' code again; inlining the
-#: grouping's key and sorting helpers and the row-block moves' bookkeeping took about 1.2 s of
-#: CPU off compiling the sampler's default moves on Adult (``benchmarks/bench_da.py --cold``),
-#: their machine code as fast. Not for helpers of more than 30 arguments: CPython passes those
-#: as one tuple (``CALL_FUNCTION_EX``), which numba's inliner refuses.
+#: grouping's key and sorting helpers and the set-up of the row-block and subtree moves took
+#: about 1.2 s of CPU off compiling the sampler's default moves on Adult
+#: (``benchmarks/bench_da.py --cold``), their machine code as fast. Helpers called per proposal
+#: stay calls where inlining them slowed the moves (the row-block proposals and bookkeeping: the
+#: subtree moves 3 % slower on insurance). Not for helpers of more than 30 arguments: CPython
+#: passes those as one tuple (``CALL_FUNCTION_EX``), which numba's inliner refuses.
 inlined = njit(cache=True, nogil=True, inline="always")
 
 KIND_NONE = 0

@@ -105,7 +105,7 @@ def _buckets(v, x, card, n_par, par, stride, cell_off, cell_n):
     return order, pos, start, size
 
 
-@inlined
+@per_record
 def _take(order, pos, start, size, cell, m, sel):
     """An ordered uniform ``m``-tuple of the records of cell ``cell`` (buckets of
     :func:`_buckets`) into ``sel[:m]``, moved to the front of the cell."""
@@ -116,7 +116,7 @@ def _take(order, pos, start, size, cell, m, sel):
         sel[t] = order[s0 + t]
 
 
-@inlined
+@per_record
 def _relocate(order, pos, start, size, p, l1, l2):
     """Move the record at place ``p`` (in cell ``l1``) into cell ``l2``, keeping cells
     contiguous (one swap per cell boundary crossed)."""
@@ -156,7 +156,7 @@ def _block_of_pair(size, first, k1, k2, nonempty, max_m, log_sel):
     return l1, l2, m, after, log_sel
 
 
-@inlined
+@per_record
 def row_proposal(size, first, kv, nonempty, max_m):
     """The selection of a row-block move in the row whose cells start at local cell ``first``
     (module notes): the source cell ``l1`` uniformly among the row's ``nonempty`` non-empty
@@ -177,7 +177,7 @@ def row_proposal(size, first, kv, nonempty, max_m):
     return l1, l2, m, after, log_sel
 
 
-@inlined
+@per_record
 def weighted_row_proposal(size, first, kv, nonempty, max_m):
     """The selection of a row-block move with the pair of states drawn in proportion to its
     records (module notes, "State pairs weighted by their counts"), in the row whose cells
