@@ -287,18 +287,26 @@ def _undo(log_ra, log_a, log_rb, log_b, used, cell_n, row_n):
         _unmove(log_ra[q], log_a[q], log_rb[q], log_b[q], cell_n, row_n)
 
 
-@njit(cache=True, nogil=True)
-def tabulate(x, net, cell_n, row_n):
-    """Fill ``cell_n`` and ``row_n`` with the family tables of the records ``x``."""
+def tabulate(x: np.ndarray, net: tuple, cell_n: np.ndarray, row_n: np.ndarray) -> None:
+    """Fill ``cell_n`` and ``row_n`` with the family tables of the records ``x`` (one column
+    per node of ``net``): per family, each record's parent configuration ``c`` (its parents'
+    states in mixed radix, as the kernels index rows) and its cell ``c · K_v + x_v``, counted
+    by ``numpy.bincount``.
+
+    Called from Python once per chain, so it is counted by numpy rather than compiled: as a
+    kernel its compilation (0.3 s on Adult) delayed every chain's first move and the start of
+    the helper that compiles the later moves' kernels (:mod:`compile_ahead`)."""
     card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
-    cell_n[:] = 0
-    row_n[:] = 0
     n, d = x.shape
-    for j in range(n):
-        for v in range(d):
-            c = _config(x, j, v, n_par, par, stride)
-            cell_n[cell_off[v] + c * card[v] + x[j, v]] += 1
-            row_n[row_off[v] + c] += 1
+    for v in range(d):
+        config = np.zeros(n, dtype=np.int64)
+        for p in range(int(n_par[v])):
+            config += x[:, par[v, p]].astype(np.int64) * stride[v, p]
+        kv = int(card[v])
+        rows = int(row_off[v + 1] - row_off[v])
+        row_n[row_off[v] : row_off[v + 1]] = np.bincount(config, minlength=rows)
+        cells = np.bincount(config * kv + x[:, v], minlength=rows * kv)
+        cell_n[cell_off[v] : cell_off[v + 1]] = cells
 
 
 @njit(cache=True, nogil=True)

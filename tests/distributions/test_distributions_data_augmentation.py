@@ -617,6 +617,30 @@ def test_moves_keep_the_tables_consistent_with_the_records():
     assert all(x[:, i].max() < da.cards[v] for i, v in enumerate(da.nodes))
 
 
+@pytest.mark.parametrize("n", [0, 1, 57])
+def test_tabulate_counts_every_cell_and_row_of_the_records(n):
+    """The family tables of records counted by ``tabulate`` against a count record by record,
+    cells and rows (rows indexed by the parents' states in mixed radix, first parent slowest)."""
+    da = DataAugmentation(STRUCTURE, STATES, _dirichlet_releases(), 30)
+    card, n_par, par, stride, cell_off, row_off, _, _ = da._net
+    rng = np.random.default_rng(n)
+    x = np.stack([rng.integers(0, k, n) for k in card], axis=1).astype(RECORD_DTYPE)
+    # stale values: tabulate writes every entry
+    cell_n = np.full(int(cell_off[-1]), 7, dtype=np.int64)
+    row_n = np.full(int(row_off[-1]), 7, dtype=np.int64)
+    kernels.tabulate(x, da._net, cell_n, row_n)
+    want_cell = np.zeros_like(cell_n)
+    want_row = np.zeros_like(row_n)
+    for j in range(n):
+        for v in range(len(card)):
+            c = sum(int(x[j, par[v, p]]) * int(stride[v, p]) for p in range(n_par[v]))
+            want_cell[cell_off[v] + c * card[v] + x[j, v]] += 1
+            want_row[row_off[v] + c] += 1
+    np.testing.assert_array_equal(cell_n, want_cell)
+    np.testing.assert_array_equal(row_n, want_row)
+    assert row_n.sum() == cell_n.sum() == n * len(card)
+
+
 MOVES_ALL = MOVES
 
 
