@@ -41,6 +41,7 @@ if "--cold" in sys.argv:
     os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba-cold-")
 
 import argparse
+import json
 import time
 import warnings
 
@@ -131,6 +132,13 @@ def main(argv: list[str] | None = None) -> None:
         "time counted)",
     )
     parser.add_argument("--cold", action="store_true", help="compile into a fresh numba cache")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="also print each sampler run as one JSON line starting 'RUN ' (release seed, MCMC "
+        "seed, draws kept, wall, CPU and sampling seconds, minimum ESS and its 1 %% quantile): "
+        "what benchmarks/bench_da_round.py reads",
+    )
     parser.add_argument(
         "--wall-budget",
         type=float,
@@ -242,6 +250,22 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(("DA " + label, wall, cpu, samp, ess, acc))
             runs.setdefault(spec, []).append((ess[0], wall, samp))
             print(rows[-1], flush=True)
+            if args.json:
+                record = {
+                    "network": args.network,
+                    "moves": spec,
+                    "release_seed": args.release_seed,
+                    "seed": seed,
+                    "draws": kept_draws[-1],
+                    "wall": wall,
+                    "cpu": cpu,
+                    "sampling": samp,
+                    "min_ess": ess[0],
+                    "ess_q01": ess[1],
+                    "cold": args.cold,
+                    "wall_budget": args.wall_budget,
+                }
+                print("RUN " + json.dumps(record), flush=True)
     if args.family_nuts:
         import resource
 
