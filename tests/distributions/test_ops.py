@@ -63,13 +63,19 @@ def test_trigamma_op_numba_accuracy_and_gradient() -> None:
 
 @pytest.mark.parametrize("mode", [C_LINKER, CVM], ids=["c|py", "cvm"])
 def test_polygamma_ops_other_linkers_agree(mode: Mode) -> None:
+    """The C and VM linkers call the kernels' ufuncs; the numba linker compiles the same kernels
+    into the graph's own machine code, with fast-math flags by default
+    (``pytensor.config.numba__fastmath``), so a value may round differently in its last bit: on
+    2026-12-07, in a fresh numba cache, ψ‴ at x = 6.31 was 0.010052583289008108 from the ufunc
+    and …106 from the numba linker, bit for bit equal with fast math off. Agreement is asserted
+    to two units in the last place."""
     x = pt.dvector("x")
     outs = [trigamma(x), tetragamma(x), pentagamma(x)]
     xs = np.logspace(-6, 6, 301)
     got = pytensor.function([x], outs, mode=mode)(xs)
     ref = pytensor.function([x], outs, mode=NUMBA)(xs)
     for g, r, n in zip(got, ref, (1, 2, 3), strict=True):
-        np.testing.assert_array_equal(g, r)
+        np.testing.assert_array_max_ulp(g, r, maxulp=2)
         assert np.abs(g / polygamma(n, xs) - 1).max() <= 1e-13
 
 
