@@ -27,9 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
-#: the Adult target: this minimum bulk ESS in less than this many seconds of wall time
-TARGET_ESS = 400
-TARGET_WALL = 60.0
+# the Adult target, as bench_da.py judges it (this script runs from the same folder)
+from bench_da import _TARGET_ESS as TARGET_ESS
+from bench_da import _TARGET_WALL as TARGET_WALL
 
 
 def run_once(release: int, seed: int, budget: float, draws: int, tune: int) -> dict:

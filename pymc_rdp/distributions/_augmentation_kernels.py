@@ -289,24 +289,22 @@ def _undo(log_ra, log_a, log_rb, log_b, used, cell_n, row_n):
 
 def tabulate(x: np.ndarray, net: tuple, cell_n: np.ndarray, row_n: np.ndarray) -> None:
     """Fill ``cell_n`` and ``row_n`` with the family tables of the records ``x`` (one column
-    per node of ``net``): per family, each record's parent configuration ``c`` (its parents'
-    states in mixed radix, as the kernels index rows) and its cell ``c · K_v + x_v``, counted
-    by ``numpy.bincount``.
+    per node of ``net``), each counted by :func:`pymc_rdp.bn.tables.family_table` (parent
+    configurations in mixed radix, first parent slowest, as the kernels index rows).
 
     Called from Python once per chain, so it is counted by numpy rather than compiled: as a
     kernel its compilation (0.3 s on Adult) delayed every chain's first move and the start of
     the helper that compiles the later moves' kernels (:mod:`compile_ahead`)."""
-    card, n_par, par, stride, cell_off, row_off, _n_ch, _ch = net
-    n, d = x.shape
-    for v in range(d):
-        config = np.zeros(n, dtype=np.int64)
-        for p in range(int(n_par[v])):
-            config += x[:, par[v, p]].astype(np.int64) * stride[v, p]
-        kv = int(card[v])
-        rows = int(row_off[v + 1] - row_off[v])
-        row_n[row_off[v] : row_off[v + 1]] = np.bincount(config, minlength=rows)
-        cells = np.bincount(config * kv + x[:, v], minlength=rows * kv)
-        cell_n[cell_off[v] : cell_off[v + 1]] = cells
+    # imported here: the helper that compiles kernels imports this module, and pandas with bn
+    from pymc_rdp.bn.tables import family_table
+
+    card, n_par, par, _stride, cell_off, row_off, _n_ch, _ch = net
+    codes = dict(enumerate(x.T))  # node index -> its column of the records
+    cards = dict(enumerate(card.tolist()))
+    for v in range(x.shape[1]):
+        table = family_table(codes, v, par[v, : n_par[v]].tolist(), cards)
+        cell_n[cell_off[v] : cell_off[v + 1]] = table.ravel()
+        row_n[row_off[v] : row_off[v + 1]] = table.sum(axis=1)
 
 
 @njit(cache=True, nogil=True)
