@@ -33,13 +33,18 @@ def _temporary_files_under_pytest(tmp_path_factory: pytest.TempPathFactory):
     """Temporary files made without a directory go under pytest's base temporary directory (of
     which pytest keeps the last three runs), not the system's: pytensor's numba backend writes
     each generated function's source to such a file and leaves it there, about 8,700 in /tmp
-    over a day's runs of this suite."""
+    over a day's runs of this suite. ``TMPDIR`` points there too, so that the interpreters the
+    tests start (which do not load this file) leave theirs there as well."""
     import tempfile
 
-    before = tempfile.tempdir
-    tempfile.tempdir = str(tmp_path_factory.mktemp("tempfiles"))
+    before, before_env = tempfile.tempdir, os.environ.get("TMPDIR")
+    tempfile.tempdir = os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("tempfiles"))
     yield
     tempfile.tempdir = before
+    if before_env is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = before_env
 
 
 @pytest.fixture
