@@ -8,11 +8,17 @@ per run: this script starts ``bench_da.py --cold --json --wall-budget B`` for ev
 seed) in turn, one after another (runs side by side would share the two cores), reads each run's
 ``RUN`` line and prints a table of the runs and how many met the target.
 
+Draws per chain in the minute follow the machine's speed, which on the shared 2-core machine
+moves by a third within an afternoon. ``--probe`` times a fixed piece of work before and after
+the round (:func:`probe`: the default moves on release 11 from the same seed, kernels cached, in
+a process of its own), so that rounds of different days can be told apart by the machine as well
+as by the code.
+
 The peer of the target (NUTS on the per-family model, ``bench_da.py --family-nuts``) is not run
 here: it takes minutes per run and does not change between rounds.
 
 Run: ``python benchmarks/bench_da_round.py`` (releases 11-13 x MCMC seeds 1-4, a budget of 57 s);
-``--releases 11 --seeds 1 2`` for a shorter round.
+``--releases 11 --seeds 1 2`` for a shorter round; ``--probe`` adds the machine's speed.
 """
 
 from __future__ import annotations
@@ -66,6 +72,46 @@ def run_once(release: int, seed: int, budget: float, draws: int, tune: int) -> d
     )
 
 
+_PROBE = """
+import time, warnings
+warnings.filterwarnings("ignore")
+import pymc_rdp as pmr
+from pymc_rdp import datasets
+from pymc_rdp.distributions.data_augmentation import DataAugmentation
+from pymc_rdp.privacy.mechanisms import UnsafeNoiseSeed
+structure = dict(datasets.ADULT_DAG)
+df = datasets.adult_paper("train")[list(structure)].reset_index(drop=True)
+bn = pmr.BayesianNetwork(structure, states="from-data").fit(
+    df, mechanism="gaussian", epsilon=1.0, delta=1e-6, public_total=len(df),
+    noise_source=UnsafeNoiseSeed(11),
+)
+da = DataAugmentation.from_network(bn)
+da.run_chain(1, 21, 1)  # compiles the kernels into the user's cache if they are not there
+for _ in range(REPEATS):
+    t0 = time.perf_counter()
+    da.run_chain(DRAWS, 21, 1)
+    print("PROBE", (time.perf_counter() - t0) / (DRAWS + 21) * 1e3, flush=True)
+"""
+
+
+def probe(repeats: int = 3, draws: int = 40) -> float:
+    """The machine's speed: the median over ``repeats`` of the milliseconds per iteration of one
+    chain of the default moves on Adult's release 11 (``UnsafeNoiseSeed(11)``), 21 tuning
+    iterations and ``draws`` kept from MCMC seed 1, kernels cached, in a process of its own.
+    The same seed gives the same work, so for one version of the code the figure moves with the
+    machine only."""
+    script = _PROBE.replace("REPEATS", str(repeats)).replace("DRAWS", str(draws))
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+    )
+    times = [
+        float(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("PROBE")
+    ]
+    if len(times) != repeats:
+        raise RuntimeError(f"the probe failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+    return statistics.median(times)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--releases", type=int, nargs="+", default=[11, 12, 13])
@@ -79,9 +125,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--draws", type=int, default=1600, help="the most draws a chain keeps")
     parser.add_argument("--tune", type=int, default=50)
+    parser.add_argument(
+        "--probe",
+        action="store_true",
+        help="time a fixed piece of work before and after the round (the machine's speed)",
+    )
     args = parser.parse_args(argv)
     if args.wall_budget <= 0:
         raise SystemExit("--wall-budget must be positive")
+    before = probe() if args.probe else None
     found = []
     print("| release | MCMC seed | started | draws per chain | min bulk ESS | wall s | met |")
     print("|---|---|---|---|---|---|---|")
@@ -104,6 +156,12 @@ def main(argv: list[str] | None = None) -> None:
         f"{max(ess):.0f} (median {statistics.median(ess):.0f}) on {min(draws)}-{max(draws)} "
         "draws per chain"
     )
+    if before is not None:
+        after = probe()
+        print(
+            f"machine: {before:.1f} ms per iteration of the probe before the round, {after:.1f} "
+            "after (the default moves on release 11, MCMC seed 1, kernels cached)"
+        )
 
 
 if __name__ == "__main__":
