@@ -37,14 +37,11 @@ def _temporary_files_under_pytest(tmp_path_factory: pytest.TempPathFactory):
     tests start (which do not load this file) leave theirs there as well."""
     import tempfile
 
-    before, before_env = tempfile.tempdir, os.environ.get("TMPDIR")
-    tempfile.tempdir = os.environ["TMPDIR"] = str(tmp_path_factory.mktemp("tempfiles"))
-    yield
-    tempfile.tempdir = before
-    if before_env is None:
-        os.environ.pop("TMPDIR", None)
-    else:
-        os.environ["TMPDIR"] = before_env
+    where = str(tmp_path_factory.mktemp("tempfiles"))
+    with pytest.MonkeyPatch.context() as patch:  # both restored after the session
+        patch.setattr(tempfile, "tempdir", where)
+        patch.setenv("TMPDIR", where)
+        yield
 
 
 @pytest.fixture
