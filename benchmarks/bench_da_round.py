@@ -94,15 +94,26 @@ for _ in range(REPEATS):
 """
 
 
-def probe(repeats: int = 3, draws: int = 40) -> float:
+def probe(repeats: int = 3, draws: int = 40, checkout: Path | None = None) -> float:
     """The machine's speed: the median over ``repeats`` of the milliseconds per iteration of one
     chain of the default moves on Adult's release 11 (``UnsafeNoiseSeed(11)``), 21 tuning
     iterations and ``draws`` kept from MCMC seed 1, kernels cached, in a process of its own.
     The same seed gives the same work, so for one version of the code the figure moves with the
-    machine only."""
+    machine only.
+
+    ``checkout``: a directory holding another version of the package (``pymc_rdp/`` inside it),
+    imported in the probe's process ahead of the installed one (``PYTHONPATH``); None times the
+    installed package."""
     script = _PROBE.replace("REPEATS", str(repeats)).replace("DRAWS", str(draws))
+    env = dict(os.environ)
+    if checkout is not None:
+        if not (Path(checkout) / "pymc_rdp" / "__init__.py").is_file():
+            raise ValueError(f"checkout: no pymc_rdp package in {checkout}")
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(Path(checkout).resolve()), *filter(None, [os.environ.get("PYTHONPATH")])]
+        )
     done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=False
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env
     )
     times = [
         float(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("PROBE")
