@@ -11,8 +11,9 @@ the machine's noise.
 Each checkout is a directory holding the package (``pymc_rdp/``), such as a ``git clone`` at
 an older commit; it is imported ahead of the installed package. Its first probe also compiles
 its kernels into its own numba cache, and that compilation is not timed. The probe's script
-uses ``DataAugmentation.from_network`` and ``run_chain(draws, tune, seed)``, so checkouts from
-2026-12-06 onward work.
+calls the package as it is now (``DataAugmentation.from_network``, ``run_chain(draws, tune,
+seed)``, ``UnsafeNoiseSeed``, the bundled Adult data); it ran on checkouts from ``9995577``
+(2026-12-06) on, and an older checkout may lack one of these.
 
 Run: ``python benchmarks/bench_da_probe.py /path/to/old /path/to/new --cycles 3``; ``.`` is this
 checkout.
