@@ -26,7 +26,7 @@ import statistics
 from pathlib import Path
 
 # the probe as the round runs it (this script runs from the same folder)
-from bench_da_round import probe
+from bench_da_round import package_checkout, probe
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -36,9 +36,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.cycles < 1:
         raise SystemExit("--cycles must be at least 1")
-    for checkout in args.checkouts:
-        if not (checkout / "pymc_rdp" / "__init__.py").is_file():
-            raise SystemExit(f"no pymc_rdp package in {checkout}")
+    for checkout in args.checkouts:  # every checkout checked before the first is timed
+        try:
+            package_checkout(checkout)
+        except ValueError as error:
+            parser.error(str(error))
     times: dict[Path, list[float]] = {c: [] for c in args.checkouts}
     print("| cycle | checkout | ms per iteration |")
     print("|---|---|---|")

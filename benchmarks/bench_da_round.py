@@ -94,6 +94,20 @@ for _ in range(REPEATS):
 """
 
 
+def package_checkout(checkout: Path | str) -> Path:
+    """``checkout`` resolved, once it is known to hold the package (``pymc_rdp/__init__.py``).
+
+    Raises
+    ------
+    ValueError
+        ``checkout`` holds no ``pymc_rdp`` package.
+    """
+    where = Path(checkout).resolve()
+    if not (where / "pymc_rdp" / "__init__.py").is_file():
+        raise ValueError(f"checkout: no pymc_rdp package in {checkout}")
+    return where
+
+
 def probe(repeats: int = 3, draws: int = 40, checkout: Path | None = None) -> float:
     """The machine's speed: the median over ``repeats`` of the milliseconds per iteration of one
     chain of the default moves on Adult's release 11 (``UnsafeNoiseSeed(11)``), 21 tuning
@@ -107,10 +121,8 @@ def probe(repeats: int = 3, draws: int = 40, checkout: Path | None = None) -> fl
     script = _PROBE.replace("REPEATS", str(repeats)).replace("DRAWS", str(draws))
     env = dict(os.environ)
     if checkout is not None:
-        if not (Path(checkout) / "pymc_rdp" / "__init__.py").is_file():
-            raise ValueError(f"checkout: no pymc_rdp package in {checkout}")
         env["PYTHONPATH"] = os.pathsep.join(
-            [str(Path(checkout).resolve()), *filter(None, [os.environ.get("PYTHONPATH")])]
+            [str(package_checkout(checkout)), *filter(None, [os.environ.get("PYTHONPATH")])]
         )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=False, env=env
