@@ -153,8 +153,11 @@ fast path with the same chains. Exactness is tested against enumeration on a 3-n
 This module holds the sampler; its parts live by job in sibling modules: the releases' densities
 (:class:`FamilyObservation`, :data:`OBSERVATIONS`) in
 :mod:`pymc_rdp.distributions.augmentation_observations`, the kernels' arrays in
-:mod:`pymc_rdp.distributions.augmentation_arrays`, and the checks and defaults of the states,
-moves and move sizes in :mod:`pymc_rdp.distributions.augmentation_settings`.
+:mod:`pymc_rdp.distributions.augmentation_arrays`, the checks and defaults of the states,
+moves and move sizes in :mod:`pymc_rdp.distributions.augmentation_settings`, and a chain's
+moves, their adapted settings and the state they share in
+:mod:`pymc_rdp.distributions.augmentation_chain` (:meth:`DataAugmentation.run_chain` keeps the
+loop over iterations).
 """
 
 from __future__ import annotations
@@ -211,8 +214,6 @@ __all__ = [
 #: the package's directory: a warning is attributed to the first caller outside it (through
 #: ``bn.sample`` or :func:`sample_augmentation` as well as directly)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-#: acceptance rate the row-block sizes adapt to during tuning
-_TARGET_ACCEPT = 0.35
 #: default row-block proposals per node and iteration, at least (spread over its rows)
 _ROW_BUDGET = 1000
 #: ... but for count releases no more than this many per row: a node with few rows needs no
@@ -243,64 +244,9 @@ _ROW_FLOOR = 2
 _DIRICHLET_ROW_BUDGET = 20
 #: the default moves when every release is a Dirichlet-mechanism release (and N is known)
 _DIRICHLET_MOVES = ("gibbs", "pair", "subtree", "child_row")
-#: half-width of a pair move's window, in block sizes (about a cell count's sd given its release)
-_PAIR_WINDOW = 3.0
-#: groups of fewer records make no pair moves: a lone record's pair move is a heat-bath update
-#: over two states, which the sweep already makes (on Adult's Dirichlet release they were 27 %
-#: of a pair sweep's time)
-_PAIR_MIN_GROUP = 2
-#: how far a node's block sizes may adapt up, in its ``block_size``, for a Gaussian or Laplace
-#: release: its block size is already about the sd of a cell count given the release, and larger
-#: blocks cost time without mixing (alarm, N = 10⁴, three releases: minimum ESS per second 1.7×
-#: and its 1 % quantile's 1.4× with blocks up to 1× instead of 4×; insurance 1.4×, child
-#: 1.0–1.1×, Adult a wash; on alarm 0.5× and 2× did worse than 1×, 8× worse than 4×)
-_COUNT_SIZE_CAP = 1
-#: the same for other releases: a Dirichlet release's default block size is a rougher guess and
-#: its blocks need the room (on Adult, blocks up to 1× lost 15 % at the 1 % quantile)
-_SIZE_CAP = 4
-#: the heat-bath sweeps after an iteration's first visit only the nodes whose records changed
-#: state in at least this share of their updates in the first ``_DIFFUSE_AFTER`` tuning
-#: iterations: where a record's conditional is that spread out, a row's counts drift like a
-#: Pólya urn's (lag-one correlation about n / (n + K α₀) per sweep for a row of n records), and
-#: repeated sweeps move them; where records rarely change state, repeated sweeps cost the same
-#: and move little, and block moves carry those counts (measured in ``moves``)
-_DIFFUSE_SHARE = 0.5
-#: tuning iterations whose sweeps measure those shares (after them the nodes are fixed)
-_DIFFUSE_AFTER = 20
-#: a node's transfer moves per sweep, as a share of its subtree moves' proposals over all of
-#: its rows (insurance, N = 10⁴, beside the default moves, one seed: 4.11 minimum ESS per CPU
-#: second with 0.25, 3.54 with 0.5, 3.66 with 1; ``docs/performance.md``, "Transfer moves")
-_TRANSFER_SHARE = 0.25
-
-
-def _size_caps(kinds: np.ndarray, sizes: list[int]) -> list[int]:
-    """The largest size each node's blocks may adapt to: its block size times
-    :data:`_COUNT_SIZE_CAP` if its release's density is Gaussian or Laplace, :data:`_SIZE_CAP`
-    otherwise."""
-    from pymc_rdp.distributions import _augmentation_kernels as k
-
-    counts = (k.KIND_GAUSSIAN, k.KIND_LAPLACE)
-    return [
-        max(1, (_COUNT_SIZE_CAP if int(kind) in counts else _SIZE_CAP) * m)
-        for kind, m in zip(kinds, sizes, strict=True)
-    ]
 
 
 # --------------------------------------------------------------------------- the sampler
-
-
-def _diffuse_nodes(tally: np.ndarray) -> np.ndarray:
-    """Per node, whether its records changed state in at least :data:`_DIFFUSE_SHARE` of their
-    heat-bath updates (``tally``: changed and updated per node); a node never updated is not."""
-    changed, updated = tally[:, 0], tally[:, 1]
-    return changed >= _DIFFUSE_SHARE * np.maximum(updated, 1)
-
-
-def _adapted(size: float, rate: float, it: int, cap: int) -> float:
-    """One Robbins–Monro step of a block size on its log towards the acceptance rate
-    :data:`_TARGET_ACCEPT` (step ``1/sqrt(1 + it)``), kept in ``1..cap``."""
-    step = math.exp((rate - _TARGET_ACCEPT) / math.sqrt(1.0 + it))
-    return min(cap, max(1.0, size * step))
 
 
 class DataAugmentation(AugmentationStep):
@@ -739,294 +685,31 @@ class DataAugmentation(AugmentationStep):
             released values, unchanged (:mod:`pymc_rdp.distributions.augmentation_records`).
         """
         from pymc_rdp.distributions import _augmentation_kernels as k
-        from pymc_rdp.distributions import augmentation_ancillary as ka
-        from pymc_rdp.distributions import augmentation_gibbs as kg
-        from pymc_rdp.distributions import augmentation_moves as km
-        from pymc_rdp.distributions import augmentation_pairs as kp
-        from pymc_rdp.distributions import augmentation_soma as ko
-        from pymc_rdp.distributions import augmentation_subtree as kt
-        from pymc_rdp.distributions import augmentation_swap as ks
-        from pymc_rdp.distributions import augmentation_transfer as kx
+        from pymc_rdp.distributions.augmentation_chain import CALLS_AHEAD, ChainMoves
         from pymc_rdp.distributions.compile_ahead import compile_ahead
 
         rng = np.random.default_rng(seed)
         k.seed(int(rng.integers(0, 2**31 - 1)))
         adapt = records is None if adapt is None else bool(adapt)
         x = self._records(rng) if records is None else self._checked_records(records)
-        net, obs = self._net, self._obs
-        n_cells = int(net[4][-1])
-        cell_n = np.zeros(n_cells, dtype=np.int64)
-        row_n = np.zeros(int(net[5][-1]), dtype=np.int64)
-        k.tabulate(x, net, cell_n, row_n)
-        theta = np.empty(n_cells)
-        buf = np.empty(int(net[0].max()))
-        out = draws_array(out, draws, n_cells)
+        chain = ChainMoves(self, x, tune, adapt)
+        out = draws_array(out, draws, chain.theta.shape[0])
         stats = {f"accept_{m}": np.empty(draws) for m in self.moves}
-        nodes = range(len(self.nodes))
-        blocks = [self.block_moves[v] for v in self.nodes]
-        sizes = [self.block_size[v] for v in self.nodes]
-        per_row = [self.row_moves[v] for v in self.nodes]
-        # row-block sizes adapt to an acceptance near _TARGET_ACCEPT during tuning only (the
-        # kept draws use fixed sizes, so each kept transition is one fixed exact kernel)
-        row_size = [float(m) for m in sizes]
-        size_cap = _size_caps(obs[0][: len(sizes)], sizes)
-        tree_size = list(row_size)
-        key_limit = kg.KEY_SPACE_LIMIT if self._key_space_limit is None else self._key_space_limit
-        one_by_one = kg.one_by_one_nodes(net, x.shape[0], key_limit)
-        n_ch, ch = net[6], net[7]
-        n_all = len(net[0])  # the nodes, then any released node's extra child (fixed values)
-        desc, n_desc = kt.descendants(
-            {i: [int(w) for w in ch[i, : n_ch[i]]] for i in range(n_all)}, n_all
-        )
-        # subtree moves make per_row proposals too: each redraws only the descendants whose
-        # parents changed, so a node with many descendants costs no more per proposal (alarm,
-        # N = 10⁴, where a root has about 30: minimum ESS per second 1.1–1.9× over three
-        # releases against proposals shrunk beyond six nodes redrawn, when each redrew them all)
-        # child-row moves: per edge (p, w) as many proposals as p's subtree moves make, spread
-        # over the configurations of w's other parents
-        parents = {i: [int(q) for q in net[2][i, : net[1][i]]] for i in nodes}
-        edges = kt.child_row_edges(parents, desc, n_desc)
-        rows_of = [int((net[4][i + 1] - net[4][i]) // net[0][i]) for i in nodes]
-
-        def edge_settings(units: list[tuple[int, int]]) -> tuple[list, list, list]:
-            """Per edge (p, w): the proposals, the starting block size and its cap (p's)."""
-            per = [
-                max(1, math.ceil(per_row[p] * rows_of[p] * int(net[0][p]) / rows_of[w]))
-                for p, w in units
-            ]
-            return per, [float(sizes[p]) for p, _ in units], [size_cap[p] for p, _ in units]
-
-        per_edge, edge_size, edge_cap = edge_settings(edges)
-        # transfer moves: per node a share of its subtree moves' proposals over all its rows
-        per_transfer = [
-            max(1, math.ceil(_TRANSFER_SHARE * per_row[i] * rows_of[i])) if pooled_rows else 0
-            for i, pooled_rows in enumerate(kx.transfer_nodes(parents))
-        ]
-        # pooled child-row moves: the edges whose child's rows pool several of the parent's, as
-        # many proposals per edge as child-row moves make, for the diffuse parents (``pool_on``:
-        # set when the diffuse nodes are, from the start where none are singled out)
-        pooled = kt.pooling_edges(parents)
-        per_pool, pool_size, pool_cap = edge_settings(pooled)
-        trees = [(i, self.weighted_pairs[v]) for i, v in enumerate(self.nodes)]
-        # ancillary moves: θ and the records' uniforms live only within the move
-        anc_size = [float(m) for m in sizes]
-        anc_per_row = [int(net[0][i]) for i in nodes]
-        u = np.empty(x.shape) if "ancillary" in self.moves else np.empty((0, 0))
-        anc_units = [(theta, u, i) for i in nodes]  # θ and u are filled in place per move
-        # swap moves: N proposals per node whose rows its children's tables pool
-        n_ctx, ctx, swappable = ks.swap_contexts(net[1], net[2], n_ch, ch, net[0])
-        perm = np.arange(self.n_records, dtype=np.int64)  # soma: the subsets' shuffle
-        # pair moves: windows of _PAIR_WINDOW block sizes each way, log k! up to N
-        pair_width = np.ones(n_all, dtype=np.int64)
-        pair_width[: len(sizes)] = [max(1, round(_PAIR_WINDOW * m)) for m in sizes]
-        pairing = {"pair", "diffuse_pair"} & set(self.moves)
-        log_fact = kp.log_factorials(self.n_records if pairing else 0)
-        # heat-bath sweeps: an iteration's first visits every node; with adaptation, the later
-        # ones visit the nodes found diffuse in the first tuning iterations (_DIFFUSE_SHARE)
-        every_node = np.zeros(n_all, dtype=np.bool_)  # never a released node's extra child
-        every_node[: len(self.nodes)] = True
-        repeat_nodes = every_node
-        tally = np.zeros((n_all, 2), dtype=np.int64)
-        # ... found where a move visits them: a later sweep, or pair moves after a sweep (the
-        # sweeps tally the changes); otherwise no node is singled out
-        uses_diffuse = self.moves.count("gibbs") > 1 or (
-            "gibbs" in self.moves and "diffuse_pair" in self.moves
-        )
-        decide = min(_DIFFUSE_AFTER, tune) if adapt and uses_diffuse else -1
-
-        def pooled_on() -> list[int]:
-            """The pooled edges whose parent is diffuse (every one where none is singled out)."""
-            return [e for e, (p, _) in enumerate(pooled) if repeat_nodes[p]]
-
-        pool_on = pooled_on() if decide < 0 else []
-
-        # subtree-type moves read the predictive's logarithms from tables, made before the first
-        # such move: the helper compiles their kernel meanwhile (its compilation here, 0.3 s on
-        # Adult, came before the first move's), and ``typed_predictive`` stands in for them
-        # until then (the helper needs their types only)
-        predictive = None
-        predictive_moves = {"subtree", "child_row", "pooled_row", "transfer"} & set(self.moves)
-        typed_predictive = (
-            self._alpha,
-            np.empty((0, 0)),
-            np.empty(0, dtype=np.int64),
-            np.empty(0, dtype=np.int64),
-        )
-
-        def predictive_tables() -> tuple[np.ndarray, ...]:
-            logs, num_of, den_of = kt.predictive_logs(self._alpha, net[0], self.n_records)
-            num_of[len(self.nodes) :] = -1  # released values: kept, never drawn
-            return (self._alpha, logs, num_of, den_of)
-
-        def descend(sweep, units, per, size, cap, it, prior, chosen=None):
-            """One sweep of subtree-type moves over ``units`` (nodes or edges; those at the
-            indices ``chosen`` only, when given) at iteration ``it``, ``prior`` the sweep's prior
-            argument; block sizes adapt during tuning. Returns the acceptance rate."""
-            acc = prop = 0
-            for e in range(len(units)) if chosen is None else chosen:
-                a, p = sweep(
-                    *units[e], per[e], round(size[e]), prior, desc, n_desc,
-                    x, net, obs, cell_n, row_n,
-                )  # fmt: skip
-                acc += a
-                prop += p
-                if adapt and it < tune and p:
-                    size[e] = _adapted(size[e], a / p, it, cap[e])
-            return acc / max(1, prop)
-
-        # the kernels the chain first calls after its first move's are compiled meanwhile by a
-        # helper process (compile_ahead), where neither this process nor numba's cache has them
-        ahead: list[tuple[Any, tuple]] = []
-        if self.moves[0] not in {"record", "soma", "ancillary"}:  # these draw θ first
-            ahead.append((k.draw_theta, (cell_n, self._alpha, net, theta, buf)))
-        if "diffuse_pair" in self.moves:  # first called once the diffuse nodes are known
-            ahead.append((kp.pair_sweep, (
-                x, net, obs, cell_n, row_n, pair_width, log_fact, key_limit, every_node,
-                _PAIR_MIN_GROUP,
-            )))  # fmt: skip
-        if "subtree" in self.moves[1:]:
-            ahead.insert(0, (kt.subtree_sweep, (
-                *trees[0], per_row[0], round(tree_size[0]), typed_predictive, desc, n_desc,
-                x, net, obs, cell_n, row_n,
-            )))  # fmt: skip
-        if "transfer" in self.moves[1:]:
-            ahead.insert(0, (kx.transfer_sweep, (
-                0, per_transfer[0], round(tree_size[0]), typed_predictive, desc, n_desc,
-                x, net, obs, cell_n, row_n,
-            )))  # fmt: skip
-        # child-row and pooled child-row moves share the kernel and its argument types
-        for move, units, per, size in (
-            ("child_row", edges, per_edge, edge_size),
-            ("pooled_row", pooled, per_pool, pool_size),
-        ):
-            if move in self.moves[1:] and units:
-                ahead.insert(0, (kt.child_row_sweep, (
-                    *units[0], per[0], round(size[0]), typed_predictive, desc, n_desc,
-                    x, net, obs, cell_n, row_n,
-                )))  # fmt: skip
-                break
-        if predictive_moves and self.moves[0] not in predictive_moves:
-            ahead.insert(1, (kt.predictive_logs, (self._alpha, net[0], self.n_records)))
-        # the later moves that call a kernel handed ahead (θ's draw in the first three)
-        calls_ahead = {
-            "record",
-            "soma",
-            "ancillary",
-            "subtree",
-            "child_row",
-            "pooled_row",
-            "diffuse_pair",
-            "transfer",
-        }
-        with compile_ahead(ahead) as helper:
+        with compile_ahead(chain.compile_ahead_calls()) as helper:
             for it in range(tune + draws):
-                if it == decide:
-                    if tally[:, 1].any():
-                        repeat_nodes = _diffuse_nodes(tally)
-                    pool_on = pooled_on()
+                chain.begin(it)
                 rates, sums, runs = {}, {}, {}
                 for m, move in enumerate(self.moves):
-                    if it == 0 and m > 0 and move in calls_ahead:
+                    if it == 0 and m > 0 and move in CALLS_AHEAD:
                         helper.wait()  # its kernels: loaded once the helper has them
-                    if predictive is None and move in predictive_moves:
-                        predictive = predictive_tables()
-                    if move == "record":
-                        k.draw_theta(cell_n, self._alpha, net, theta, buf)
-                        rates[move] = k.record_sweep(x, theta, net, obs, cell_n, row_n) / max(
-                            1, self.n_records
-                        )
-                    elif move == "soma":
-                        k.draw_theta(cell_n, self._alpha, net, theta, buf)
-                        rates[move] = ko.soma_sweep(
-                            x, theta, self.n_records, self.soma_attempts, perm,
-                            net, obs, cell_n, row_n,
-                        ) / max(1, self.n_records)  # fmt: skip
-                    elif move == "site":
-                        a, p = k.site_sweep(x, net, obs, cell_n, row_n)
-                        rates[move] = a / max(1, p)
-                    elif move == "gibbs":
-                        later = bool(runs.get(move))
-                        if later and not repeat_nodes.any():
-                            continue  # a later sweep with no node to visit: no call, no rate
-                        a, p = kg.gibbs_sweep(
-                            x, net, obs, cell_n, row_n, key_limit,
-                            repeat_nodes if later else every_node, tally, one_by_one,
-                        )  # fmt: skip
-                        rates[move] = a / max(1, p)
-                    elif move in ("pair", "diffuse_pair"):
-                        # "diffuse_pair": none before the diffuse nodes are known (NaN rate)
-                        visit = every_node if move == "pair" else repeat_nodes
-                        rates[move] = math.nan
-                        if move == "pair" or (it >= decide and visit.any()):
-                            a, p = kp.pair_sweep(
-                                x, net, obs, cell_n, row_n, pair_width, log_fact, key_limit,
-                                visit, _PAIR_MIN_GROUP,
-                            )  # fmt: skip
-                            rates[move] = a / max(1, p)
-                    elif move == "subtree":
-                        rates[move] = descend(
-                            kt.subtree_sweep, trees, per_row, tree_size, size_cap, it, predictive
-                        )
-                    elif move == "child_row":
-                        rates[move] = descend(
-                            kt.child_row_sweep, edges, per_edge, edge_size, edge_cap, it, predictive
-                        )
-                    elif move == "pooled_row":
-                        rates[move] = math.nan  # no edge's parent visited: no proposal
-                        if pool_on:
-                            rates[move] = descend(
-                                kt.child_row_sweep, pooled, per_pool, pool_size, pool_cap, it,
-                                predictive, pool_on,
-                            )  # fmt: skip
-                    elif move == "transfer":
-                        acc = prop = 0
-                        for i in nodes:
-                            a, p = kx.transfer_sweep(
-                                i, per_transfer[i], round(tree_size[i]), predictive, desc, n_desc,
-                                x, net, obs, cell_n, row_n,
-                            )  # fmt: skip
-                            acc += a
-                            prop += p
-                        rates[move] = acc / prop if prop else math.nan  # no node to pair rows
-                    elif move == "ancillary":
-                        k.draw_theta(cell_n, self._alpha, net, theta, buf)
-                        ka.draw_uniforms(x, theta, net, u)
-                        anc = (anc_units, anc_per_row, anc_size, size_cap)
-                        rates[move] = descend(ka.ancillary_sweep, *anc, it, self._alpha)
-                    elif move == "swap":
-                        acc = prop = 0
-                        for i in nodes:
-                            if swappable[i]:
-                                a, p = ks.swap_sweep(
-                                    i, self.n_records, n_ctx, ctx, x, net, obs, cell_n, row_n
-                                )
-                                acc += a
-                                prop += p
-                        rates[move] = acc / max(1, prop)
-                    elif move == "row_block":
-                        acc = prop = 0
-                        for i in nodes:
-                            a, p = km.row_block_sweep(
-                                i, per_row[i], round(row_size[i]), x, net, obs, cell_n, row_n
-                            )
-                            acc += a
-                            prop += p
-                            if adapt and it < tune and p:
-                                row_size[i] = _adapted(row_size[i], a / p, it, size_cap[i])
-                        rates[move] = acc / max(1, prop)
-                    else:
-                        acc = prop = 0
-                        for i in nodes:
-                            a, p = k.block_moves(i, blocks[i], sizes[i], x, net, obs, cell_n, row_n)
-                            acc += a
-                            prop += p
-                        rates[move] = acc / max(1, prop)
-                    sums[move] = sums.get(move, 0.0) + rates[move]  # a move listed more than once:
+                    rate = chain.run(move, it, later=bool(runs.get(move)))
+                    if rate is None:
+                        continue  # a later sweep with no node to visit: no call, no rate
+                    sums[move] = sums.get(move, 0.0) + rate  # a move listed more than once:
                     runs[move] = runs.get(move, 0) + 1  # the mean rate of its sweeps
                     rates[move] = sums[move] / runs[move]
                 if it >= tune:
-                    k.draw_theta(cell_n, self._alpha, net, theta, buf)
-                    out[it - tune] = theta
+                    out[it - tune] = chain.draw_theta()
                     for move, rate in rates.items():
                         stats[f"accept_{move}"][it - tune] = rate
                     if deadline is not None and time.perf_counter() >= deadline:

@@ -10,7 +10,7 @@ import pytest
 from test_distributions_data_augmentation import exact_moments, max_z
 
 from pymc_rdp import datasets
-from pymc_rdp.distributions import data_augmentation as dam
+from pymc_rdp.distributions import augmentation_chain
 from pymc_rdp.distributions.augmentation_subtree import pooling_edges
 from pymc_rdp.distributions.data_augmentation import DataAugmentation
 from pymc_rdp.privacy.mechanisms import DirichletMechanism, GaussianMechanism, LaplaceMechanism
@@ -83,7 +83,7 @@ def test_pooled_moves_run_from_the_decision_for_the_diffuse_parents_only(monkeyp
 
     monkeypatch.setattr(ahead, "compile_ahead", lambda calls: ahead._NoHelper())
     mask = np.array([True, diffuse, True])
-    monkeypatch.setattr(dam, "_diffuse_nodes", lambda tally: mask)
+    monkeypatch.setattr(augmentation_chain, "diffuse_nodes", lambda tally: mask)
     calls: list[int] = []
     sweep = kt.child_row_sweep
 
@@ -97,7 +97,8 @@ def test_pooled_moves_run_from_the_decision_for_the_diffuse_parents_only(monkeyp
     rates = stats["accept_pooled_row"]
     if diffuse:
         assert np.isfinite(rates).all() and rates.mean() > 0.05
-        assert len(calls) == 25 - dam._DIFFUSE_AFTER + 30  # from iteration 20 on, one edge
+        # from the iteration that fixes the diffuse nodes on, one edge
+        assert len(calls) == 25 - augmentation_chain.DIFFUSE_AFTER + 30
     else:
         assert np.isnan(rates).all() and not calls
 

@@ -432,9 +432,10 @@ def test_record_by_record_heat_bath_matches_enumeration(exact, mechanism):
 def test_later_sweeps_over_some_nodes_match_enumeration(exact, mechanism, monkeypatch):
     """An iteration's later heat-bath sweeps restricted to the nodes found diffuse (here forced
     to node b alone): the scan is still a composition of Gibbs kernels of the target."""
-    from pymc_rdp.distributions import data_augmentation as dam
+    from pymc_rdp.distributions import augmentation_chain
 
-    monkeypatch.setattr(dam, "_diffuse_nodes", lambda tally: np.array([False, True, False]))
+    only_b = np.array([False, True, False])
+    monkeypatch.setattr(augmentation_chain, "diffuse_nodes", lambda tally: only_b)
     da = DataAugmentation(
         STRUCTURE, STATES, RELEASES[mechanism](), N, moves=("gibbs", "gibbs", "subtree")
     )
@@ -493,9 +494,10 @@ def test_pair_moves_over_the_diffuse_nodes_match_enumeration(exact, mechanism, m
     """The default schedule's shape (two heat-bath sweeps, subtree moves, then pair moves over
     the diffuse nodes, here forced to node b alone): each pair move keeps the target, so pair
     moves over any fixed set of nodes give the enumerated posterior."""
-    from pymc_rdp.distributions import data_augmentation as dam
+    from pymc_rdp.distributions import augmentation_chain
 
-    monkeypatch.setattr(dam, "_diffuse_nodes", lambda tally: np.array([False, True, False]))
+    only_b = np.array([False, True, False])
+    monkeypatch.setattr(augmentation_chain, "diffuse_nodes", lambda tally: only_b)
     moves = ("gibbs", "gibbs", "subtree", "diffuse_pair")
     da = DataAugmentation(STRUCTURE, STATES, RELEASES[mechanism](), N, moves=moves)
     idata = da.sample(draws=4000, tune=200, chains=2, random_seed=23)
@@ -851,17 +853,17 @@ def test_block_sizes_adapt_up_to_the_block_size_for_count_releases(monkeypatch, 
     """During tuning every row-block size adapts within 1..block_size for Gaussian and Laplace
     releases and within 1..4 block_size for Dirichlet releases: the caps the chain hands to
     each adaptation step, recorded, and the sizes it returns never above them."""
-    from pymc_rdp.distributions import data_augmentation as dam
+    from pymc_rdp.distributions import augmentation_chain
 
     seen: list[tuple[float, int]] = []
-    step = dam._adapted
+    step = augmentation_chain.adapted
 
     def recording(size: float, rate: float, it: int, cap: int) -> float:
         out = step(size, rate, it, cap)
         seen.append((out, cap))
         return out
 
-    monkeypatch.setattr(dam, "_adapted", recording)
+    monkeypatch.setattr(augmentation_chain, "adapted", recording)
     da = DataAugmentation(
         STRUCTURE, STATES, releases(), N, moves=("subtree", "row_block"), block_size=3
     )
