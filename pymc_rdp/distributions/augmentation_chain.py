@@ -144,6 +144,10 @@ class ChainMoves:
 
     Attributes
     ----------
+    da : DataAugmentation
+        The sampler the chain belongs to.
+    net, obs : tuple
+        Its network's and releases' arrays, as the kernels take them.
     x, cell_n, row_n : numpy.ndarray
         The records and their family tables (cells and rows), kept in step by every move.
     theta : numpy.ndarray
@@ -259,6 +263,9 @@ class ChainMoves:
         return [e for e, (p, _) in enumerate(self._pooled) if self._repeat_nodes[p]]
 
     def _predictive_tables(self) -> tuple[np.ndarray, ...]:
+        """The subtree-type moves' ``prior`` argument: α and the predictive's logarithms
+        (:func:`~pymc_rdp.distributions.augmentation_subtree.predictive_logs`), with the
+        released values' extra children marked as never drawn."""
         da = self.da
         logs, num_of, den_of = kt.predictive_logs(da._alpha, self.net[0], da.n_records)
         num_of[len(da.nodes) :] = -1  # released values: kept, never drawn
