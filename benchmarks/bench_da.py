@@ -44,12 +44,32 @@ import argparse
 import json
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 
 #: the Adult target: this minimum bulk ESS in less than this many seconds of wall time
 _TARGET_ESS = 400
 _TARGET_WALL = 60.0
+
+
+def benchmark_data(network: str, n: int | None) -> tuple[Any, Any, Any]:
+    """The benchmarks' data: ``(structure, states, df)``. For ``"adult"`` the Adult network on
+    the paper's preprocessing of the training data (all 32,561 records, or ``n`` of them drawn
+    without replacement with a fixed seed; ``states="from-data"``); otherwise a bundled network
+    (``pymc_rdp.datasets.load_network``, which declares its states: ``states`` None) and ``n``
+    records (default 10,000) sampled from its CPTs with a fixed seed."""
+    from pymc_rdp import datasets
+
+    if network == "adult":
+        structure = dict(datasets.ADULT_DAG)
+        # the paper's preprocessing; a benchmark, not a publication
+        df = datasets.adult_paper("train")[list(structure)].reset_index(drop=True)
+        if n:
+            df = df.iloc[np.sort(np.random.default_rng(0).choice(len(df), n, False))]
+        return structure, "from-data", df
+    structure = datasets.load_network(network)
+    return structure, None, datasets.sample_network(network, n or 10_000, random_state=1)
 
 
 def _ess_summary(idata, big: dict) -> tuple[float, float]:
@@ -168,20 +188,10 @@ def main(argv: list[str] | None = None) -> None:
     warnings.filterwarnings("ignore")
 
     import pymc_rdp as pmr
-    from pymc_rdp import datasets
     from pymc_rdp.bn.structure import encode_frame, family_table
     from pymc_rdp.distributions.data_augmentation import DataAugmentation
 
-    states = None  # a pgmpy network declares its states
-    if args.network == "adult":
-        structure = dict(datasets.ADULT_DAG)
-        states = "from-data"  # the paper's preprocessing; a benchmark, not a publication
-        df = datasets.adult_paper("train")[list(structure)].reset_index(drop=True)
-        if args.n:
-            df = df.iloc[np.sort(np.random.default_rng(0).choice(len(df), args.n, False))]
-    else:
-        structure = datasets.load_network(args.network)
-        df = datasets.sample_network(args.network, args.n or 10_000, random_state=1)
+    structure, states, df = benchmark_data(args.network, args.n)
     noise = {}
     if args.release_seed is not None:
         from pymc_rdp.privacy.mechanisms import UnsafeNoiseSeed
