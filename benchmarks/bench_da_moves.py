@@ -27,8 +27,6 @@ import time
 import warnings
 from collections import defaultdict
 
-import numpy as np
-
 # the benchmarks' data, as bench_da.py loads it (this script runs from the same folder)
 from bench_da import benchmark_data
 
@@ -73,11 +71,8 @@ def main(argv: list[str] | None = None) -> None:
     da = DataAugmentation.from_network(bn, **options)
     da.run_chain(2, 3, args.seed)  # every kernel compiled (or loaded from the cache), untimed
 
-    from pymc_rdp.distributions import _augmentation_kernels as k
-
-    rng = np.random.default_rng(args.seed)  # as run_chain seeds a chain
-    k.seed(int(rng.integers(0, 2**31 - 1)))
-    chain = ChainMoves(da, da._records(rng), args.tune, adapt=True)
+    # the start run_chain makes from the same seed
+    chain = ChainMoves(da, da._chain_start(args.seed), args.tune, adapt=True)
     by_node: dict[str, float] = defaultdict(float)
     if args.by_node:  # the chain calls the kernel through its module, once per node
         from pymc_rdp.distributions import augmentation_subtree as kt

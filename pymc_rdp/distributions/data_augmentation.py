@@ -607,6 +607,18 @@ class DataAugmentation(AugmentationStep):
             x = np.concatenate([x, self._released_values], axis=1)
         return np.ascontiguousarray(x)
 
+    def _chain_start(self, seed: int, records: np.ndarray | None = None) -> np.ndarray:
+        """A chain's first records from ``seed``: the compiled kernels' generator seeded from
+        it, then ``records`` checked or, if None, records drawn forward from the initial CPTs
+        with the same generator. :meth:`run_chain` starts every chain here, so a caller that
+        drives :class:`~pymc_rdp.distributions.augmentation_chain.ChainMoves` itself from the
+        same seed makes the same draws."""
+        from pymc_rdp.distributions import _augmentation_kernels as k
+
+        rng = np.random.default_rng(seed)
+        k.seed(int(rng.integers(0, 2**31 - 1)))
+        return self._records(rng) if records is None else self._checked_records(records)
+
     def _checked_records(self, records: Any, n_max: int | None = None) -> np.ndarray:
         """``records`` as a chain's state: (records × nodes) integer codes, each below its
         node's number of states (the kernels index the tables with them unchecked); with an
@@ -684,15 +696,12 @@ class DataAugmentation(AugmentationStep):
             ``RECORD_DTYPE``), then one column per node released record by record: its
             released values, unchanged (:mod:`pymc_rdp.distributions.augmentation_records`).
         """
-        from pymc_rdp.distributions import _augmentation_kernels as k
         from pymc_rdp.distributions.augmentation_chain import CALLS_AHEAD, ChainMoves
         from pymc_rdp.distributions.compile_ahead import compile_ahead
 
-        rng = np.random.default_rng(seed)
-        k.seed(int(rng.integers(0, 2**31 - 1)))
         adapt = records is None if adapt is None else bool(adapt)
-        x = self._records(rng) if records is None else self._checked_records(records)
-        chain = ChainMoves(self, x, tune, adapt)
+        chain = ChainMoves(self, self._chain_start(seed, records), tune, adapt)
+        x = chain.x
         out = draws_array(out, draws, chain.theta.shape[0])
         stats = {f"accept_{m}": np.empty(draws) for m in self.moves}
         with compile_ahead(chain.compile_ahead_calls()) as helper:
