@@ -218,7 +218,15 @@ class ChainMoves:
         # set when the diffuse nodes are, from the start where none are singled out)
         self._pooled = kt.pooling_edges(parents)
         self._per_pool, self._pool_size, self._pool_cap = edge_settings(self._pooled)
-        self._trees = [(i, da.weighted_pairs[v]) for i, v in enumerate(da.nodes)]
+        # guided pairs: a direction per row and pair of states (a K × K block per row)
+        self._trees = [
+            (
+                i,
+                da.weighted_pairs[v],
+                np.zeros(rows_of[i] * int(net[0][i]) ** 2 if da.guided_pairs[v] else 0, np.int8),
+            )
+            for i, v in enumerate(da.nodes)
+        ]
         # ancillary moves: θ and the records' uniforms live only within the move
         self._anc_size = [float(m) for m in sizes]
         self._anc_per_row = [int(net[0][i]) for i in nodes]

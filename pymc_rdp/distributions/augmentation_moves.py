@@ -53,6 +53,35 @@ way with probability 1/2; with ``m``, ``S`` and the reverse move as above, the r
 move empties the source cell, else 1/2). The pairs that involve a large cell are then proposed
 in proportion to its share of the row.
 
+Persistent directions
+---------------------
+Where the releases pin a row's counts loosely, those counts drift like a random walk: an
+accepted block move goes one way or the other about equally often, so a count needs about
+``(s/m)²`` accepted moves of ``m`` records to cross its posterior's spread ``s``.
+:func:`guided_row_proposal` draws the pair ``{a, b}`` as above and keeps its direction (``a → b``
+or ``b → a``) in the chain's state, one per row and pair: the records move along it, and it is
+reversed when the proposal is rejected, or proposes nothing because its source cell is empty,
+and kept when the proposal is accepted (the guided walk of Gustafson 1998, "A guided walk
+Metropolis algorithm", Statistics and Computing 8; the lifting of Diaconis, Holmes & Neal 2000,
+"Analysis of a nonreversible Markov chain sampler"). Between rejections a count then keeps
+moving one way, about ``s/m`` moves to cross its spread instead of ``(s/m)²``.
+
+The chain's state is ``(x, σ)``, ``σ`` the directions, and its target ``π(x)`` times the
+uniform distribution over ``σ``. A proposal from ``x`` to ``x'`` along ``σ`` and its reverse
+from ``x'`` along the opposite direction draw the same pair with the same probability, and
+without the directions' coins the selection's ratio is
+
+.. math:: \\frac{q_{-σ}(x' → x)}{q_σ(x → x')} = \\frac{\\min(M, n_1)\\, \\binom{n_1}{m}}
+          {\\min(M, n_2 + m)\\, \\binom{n_2 + m}{m}}.
+
+The move is accepted with the Metropolis–Hastings probability ``α_σ(x, x')`` for this pair of
+proposals, so ``π(x) q_σ(x → x') α_σ(x, x') = π(x') q_{-σ}(x' → x) α_{-σ}(x', x)``. Summed over
+``x'``, the accepted moves into ``(x, σ)`` then carry ``π(x)/2`` times the probability that a
+move from ``x`` along ``-σ`` is accepted, and the rejected moves from ``(x, -σ)``, which reverse
+it, carry ``π(x)/2`` times the rest: ``π × uniform`` is invariant. Each pair's kernel reads and
+reverses only its own direction and the other moves leave ``σ`` alone, so their composition
+keeps the same target, whose marginal over ``x`` is the posterior.
+
 The heat-bath updates of single attributes are in
 :mod:`pymc_rdp.distributions.augmentation_gibbs`.
 """
@@ -76,7 +105,7 @@ from pymc_rdp.distributions._augmentation_kernels import (
     per_record,
 )
 
-__all__ = ["row_block_sweep", "row_proposal", "weighted_row_proposal"]
+__all__ = ["guided_row_proposal", "row_block_sweep", "row_proposal", "weighted_row_proposal"]
 
 
 @inlined
@@ -203,6 +232,34 @@ def weighted_row_proposal(size, first, kv, nonempty, max_m):
     if m < size[l1]:  # the reverse move's direction is a coin's too
         log_sel -= math.log(2.0)
     return l1, l2, m, after, log_sel
+
+
+@per_record
+def guided_row_proposal(size, first, kv, nonempty, max_m, dirs, row):
+    """The selection of a row-block move with the pair of states drawn in proportion to its
+    records, as :func:`weighted_row_proposal`, and its direction read from ``dirs`` (module
+    notes, "Persistent directions"): ``dirs[(row K + a) K + b]`` for the pair ``a < b`` of
+    row ``row``, 0 for ``a → b``. Returns (l1, l2, m, non-empty cells after the move, log
+    Hastings ratio of the selection, the pair's index in ``dirs``); ``m = 0`` when the
+    direction's source cell is empty (no move: a rejection)."""
+    n_c = 0
+    for k in range(kv):
+        n_c += size[first + k]
+    pick = np.random.randint(0, n_c)  # a record of the row: its state is a
+    ka = 0
+    for k in range(kv):
+        if pick < size[first + k]:
+            ka = k
+            break
+        pick -= size[first + k]
+    kb = _other_state(ka, kv)
+    lo, hi = min(ka, kb), max(ka, kb)
+    at = (row * kv + lo) * kv + hi
+    k1, k2 = (lo, hi) if dirs[at] == 0 else (hi, lo)
+    if size[first + k1] == 0:
+        return first + k1, first + k2, 0, nonempty, 0.0, at
+    l1, l2, m, after, log_sel = _block_of_pair(size, first, k1, k2, nonempty, max_m, 0.0)
+    return l1, l2, m, after, log_sel, at
 
 
 @njit(cache=True, nogil=True)

@@ -111,6 +111,7 @@ from pymc_rdp.distributions.augmentation_moves import (
     _buckets,
     _relocate,
     _take,
+    guided_row_proposal,
     row_proposal,
     weighted_row_proposal,
 )
@@ -384,13 +385,15 @@ def move_buffers(dset, n_d, entries, card, n_ch, ch):
 @njit(cache=True, nogil=True)
 def _scan_rows(
     order, pos, start, size, n_rows, kv, per_row, max_m, dset, n_d, prior,
-    x, net, obs, cell_n, row_n, weighted,
+    x, net, obs, cell_n, row_n, weighted, dirs,
 ):  # fmt: skip
     """``per_row`` subtree proposals in every non-empty row of buckets ``kv`` cells wide (the
     records of bucket ``l`` at ``order[start[l]:start[l] + size[l]]``), moving ``dset[0]``
     to the state of the target cell; the pair of states drawn uniformly (the source among the
-    non-empty cells) or, if ``weighted``, in proportion to its records. Returns (accepted,
-    proposed)."""
+    non-empty cells) or, if ``weighted``, in proportion to its records, or, if ``dirs`` is
+    not empty, in proportion to its records with its direction kept in ``dirs`` and reversed
+    on every rejection (:func:`~pymc_rdp.distributions.augmentation_moves.guided_row_proposal`).
+    Returns (accepted, proposed)."""
     card, n_par, par, stride, cell_off, row_off, n_ch, ch = net
     kind, coef, r, y, logt, acell, arow, lg_cell, lg_row, lgd_cell, lgd_row = obs
     alpha, logs, num_of, den_of = prior
@@ -410,7 +413,15 @@ def _scan_rows(
             continue
         for _ in range(per_row):
             proposed += 1
-            if weighted:
+            at = -1
+            if dirs.size > 0:
+                l1, l2, m, after, log_ratio, at = guided_row_proposal(
+                    size, first, kv, nonempty, max_m, dirs, c
+                )
+                if m == 0:  # the direction's source cell is empty: rejected, reversed
+                    dirs[at] ^= 1
+                    continue
+            elif weighted:
                 l1, l2, m, after, log_ratio = weighted_row_proposal(
                     size, first, kv, nonempty, max_m
                 )
@@ -428,11 +439,15 @@ def _scan_rows(
                 nonempty = after
                 for t in range(m):
                     _relocate(order, pos, start, size, pos[sel[t]], l1, l2)
+            elif at >= 0:
+                dirs[at] ^= 1
     return accepted, proposed
 
 
 @njit(cache=True, nogil=True)
-def subtree_sweep(v, weighted, per_row, max_m, prior, desc, n_desc, x, net, obs, cell_n, row_n):
+def subtree_sweep(
+    v, weighted, dirs, per_row, max_m, prior, desc, n_desc, x, net, obs, cell_n, row_n
+):  # fmt: skip
     """Collapsed row-block moves of node ``v`` with its descendants redrawn (module notes),
     ``per_row`` proposals in every non-empty row, each pair of states drawn uniformly or, if
     ``weighted``, in proportion to its records
@@ -447,7 +462,7 @@ def subtree_sweep(v, weighted, per_row, max_m, prior, desc, n_desc, x, net, obs,
     return _scan_rows(
         *_buckets(v, x, card, n_par, par, stride, cell_off, cell_n),
         (cell_off[v + 1] - cell_off[v]) // kv, kv, per_row, max_m, dset, n_d, prior,
-        x, net, obs, cell_n, row_n, weighted,
+        x, net, obs, cell_n, row_n, weighted, dirs,
     )  # fmt: skip
 
 
@@ -542,5 +557,5 @@ def child_row_sweep(p, w, per_row, max_m, prior, desc, n_desc, x, net, obs, cell
     dset, n_d = _subtree_set(p, desc, n_desc)
     return _scan_rows(
         order, pos, start, size, n_super, kp, per_row, max_m, dset, n_d, prior,
-        x, net, obs, cell_n, row_n, False,
+        x, net, obs, cell_n, row_n, False, np.empty(0, dtype=np.int8),
     )  # fmt: skip

@@ -19,7 +19,8 @@ from test_distributions_data_augmentation import (
 )
 
 from pymc_rdp.distributions import _augmentation_kernels as kernels
-from pymc_rdp.distributions.augmentation_moves import weighted_row_proposal
+from pymc_rdp.distributions.augmentation_chain import ChainMoves
+from pymc_rdp.distributions.augmentation_moves import guided_row_proposal, weighted_row_proposal
 from pymc_rdp.distributions.data_augmentation import DataAugmentation
 from pymc_rdp.privacy.mechanisms import GaussianMechanism
 
@@ -71,6 +72,48 @@ def test_pairs_are_drawn_in_proportion_to_their_records(sizes):
                 assert directed[(a, b) if sizes[b] else (b, a)] == 0
 
 
+@pytest.mark.parametrize("sizes", [[50, 3, 0, 7], [0, 12, 0, 0, 1], [4, 4, 4]])
+def test_guided_pairs_follow_their_directions(sizes):
+    """Each unordered pair {a, b} drawn in proportion to n_a + n_b, its direction read from the
+    row's block of ``dirs`` (0: the lower state is the source), no move (m = 0) when that
+    source is empty, and the log ratio the weighted one's without the directions' coins."""
+    size = np.array([0, *sizes, 0], dtype=np.int64)
+    kv, first, max_m, row = len(sizes), 1, 5, 2
+    nonempty = int(np.count_nonzero(sizes))
+    n_c = sum(sizes)
+    rng = np.random.default_rng(5)
+    dirs = rng.integers(0, 2, size=(row + 1) * kv * kv).astype(np.int8)
+    before = dirs.copy()
+    kernels.seed(4)
+    draws = 40_000
+    pairs: Counter = Counter()
+    for _ in range(draws):
+        l1, l2, m, after, log_sel, at = guided_row_proposal(
+            size, first, kv, nonempty, max_m, dirs, row
+        )
+        k1, k2 = l1 - first, l2 - first
+        lo, hi = min(k1, k2), max(k1, k2)
+        assert at == (row * kv + lo) * kv + hi
+        assert (k1, k2) == ((lo, hi) if dirs[at] == 0 else (hi, lo))
+        pairs[frozenset((k1, k2))] += 1
+        if sizes[k1] == 0:
+            assert m == 0
+            continue
+        assert 1 <= m <= min(max_m, sizes[k1])
+        assert after == nonempty - (m == sizes[k1]) + (sizes[k2] == 0)
+        n1, n2 = sizes[k1], sizes[k2]
+        expected = math.log(min(max_m, n1) / min(max_m, n2 + m)) + math.log(
+            math.comb(n1, m) / math.comb(n2 + m, m)
+        )
+        assert log_sel == pytest.approx(expected, abs=1e-12)
+    np.testing.assert_array_equal(dirs, before)  # the proposal reads the directions only
+    for a in range(kv):
+        for b in range(a + 1, kv):
+            p = (sizes[a] + sizes[b]) / ((kv - 1) * n_c)
+            got = pairs[frozenset((a, b))]
+            assert abs(got - draws * p) <= 5 * math.sqrt(draws * p * (1 - p)) + 1
+
+
 @pytest.mark.parametrize(
     ("mechanism", "moves"),
     [
@@ -120,3 +163,58 @@ def test_default_weighted_pairs_and_bad_settings():
         DataAugmentation(many, many_states, releases, N, weighted_pairs={"zz": True})
     with pytest.raises(TypeError, match="weighted_pairs must be True or False"):
         DataAugmentation(many, many_states, releases, N, weighted_pairs=1)
+
+
+def test_default_guided_pairs_and_bad_settings():
+    """By default the nodes whose pairs are weighted keep their pairs' directions (count
+    releases, more than seven states; no node for Dirichlet releases), stored in the attrs;
+    only those nodes get a block of directions. Bad settings are refused as for
+    ``weighted_pairs``."""
+    g = GaussianMechanism(1.2, math.sqrt(2))
+    many = {"a": [], "b": [], "c": ["b"]}
+    many_states = {"a": list(range(8)), "b": list(range(7)), "c": list(range(20))}
+    shapes = {"a": (8,), "b": (7,), "c": (7, 20)}
+    releases = {v: (np.zeros(shape), g) for v, shape in shapes.items()}
+    da = DataAugmentation(many, many_states, releases, N)
+    assert da.guided_pairs == {"a": True, "b": False, "c": True}
+    chain = ChainMoves(da, da._chain_start(0), tune=0, adapt=False)
+    assert [len(dirs) for _, _, dirs in chain._trees] == [8 * 8, 0, 7 * 20 * 20]
+    da = DataAugmentation(many, many_states, releases, N, guided_pairs={"c": False})
+    assert da.guided_pairs == {"a": True, "b": False, "c": False}
+    assert DataAugmentation(many, many_states, releases, N, guided_pairs=False).guided_pairs == (
+        dict.fromkeys(many, False)
+    )
+    dirichlet = DataAugmentation(STRUCTURE, STATES, RELEASES["dirichlet"](), N)
+    assert dirichlet.guided_pairs == dict.fromkeys(STRUCTURE, False)
+    idata = DataAugmentation(
+        STRUCTURE, STATES, RELEASES["gaussian"](), N, guided_pairs={"b": True}
+    ).sample(draws=2, tune=0, chains=1, random_seed=0)
+    assert json.loads(idata.attrs["guided_pairs"]) == {"a": False, "b": True, "c": False}
+    with pytest.raises(ValueError, match=r"guided_pairs: \['zz'\] are not nodes"):
+        DataAugmentation(many, many_states, releases, N, guided_pairs={"zz": True})
+    with pytest.raises(TypeError, match="guided_pairs must be True or False"):
+        DataAugmentation(many, many_states, releases, N, guided_pairs="yes")
+
+
+@pytest.mark.parametrize(
+    ("mechanism", "moves"),
+    [
+        ("gaussian", ("subtree",)),
+        ("laplace", ("subtree",)),
+        ("dirichlet", ("subtree",)),
+        ("gaussian", ("gibbs", "gibbs", "subtree", "diffuse_pair")),
+    ],
+)
+def test_guided_pairs_match_enumeration(mechanism, moves):
+    """Subtree moves whose pairs keep their direction until a rejection, on every node (N = 5
+    records over two and three states: emptied sources reverse the direction often)."""
+    releases = RELEASES[mechanism]()
+    da = DataAugmentation(
+        STRUCTURE, STATES, releases, N, moves=moves, block_size=3, row_moves=2,
+        guided_pairs=True,
+    )  # fmt: skip
+    assert set(da.guided_pairs.values()) == {True}
+    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=13)
+    assert json.loads(idata.attrs["guided_pairs"]) == da.guided_pairs
+    assert float(idata["sample_stats"]["accept_subtree"].mean()) > 0.05
+    assert max_z(idata, exact_moments(STRUCTURE, STATES, releases, N)) < 4.5

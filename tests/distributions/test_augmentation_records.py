@@ -104,6 +104,16 @@ def test_released_records_match_enumeration(moves, exact_all_released):
     assert max_z(idata, exact_all_released) < 4.5
 
 
+def test_released_records_with_guided_pairs_match_enumeration(exact_all_released):
+    """Subtree moves alone whose pairs keep their directions (every node): the released
+    children move along with their values kept, the directions reversed on rejections."""
+    da = DataAugmentation(
+        STRUCTURE, STATES, RELEASED, N, moves=("subtree",), block_size=2, guided_pairs=True
+    )
+    idata = da.sample(draws=15000, tune=200, chains=2, random_seed=6)
+    assert max_z(idata, exact_all_released) < 4.5
+
+
 @pytest.mark.parametrize("moves", [("gibbs", "subtree"), ("subtree",)])
 def test_released_records_beside_a_table_release_match_enumeration(moves, exact_mixed):
     """a and c released record by record, b's family table with Gaussian noise."""
