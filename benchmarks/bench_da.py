@@ -129,6 +129,13 @@ def main(argv: list[str] | None = None) -> None:
         help="records each 'soma' offer is tried against (default: the sampler's)",
     )
     parser.add_argument(
+        "--guided-pairs",
+        default="default",
+        choices=["default", "all", "none"],
+        help="which nodes' subtree proposals keep each pair of states' direction until a "
+        "rejection (DataAugmentation's guided_pairs): the sampler's default, every node or none",
+    )
+    parser.add_argument(
         "--mechanism",
         default="gaussian",
         choices=["gaussian", "dirichlet"],
@@ -222,6 +229,8 @@ def main(argv: list[str] | None = None) -> None:
     options = {} if args.row_moves is None else {"row_moves": args.row_moves}
     if args.soma_attempts is not None:
         options["soma_attempts"] = args.soma_attempts
+    if args.guided_pairs != "default":
+        options["guided_pairs"] = args.guided_pairs == "all"
     for spec in args.moves.split(","):
         chosen = {} if spec == "default" else {"moves": tuple(spec.split("+"))}
         for seed in args.seed:  # each run builds its own sampler, inside its wall time
@@ -232,6 +241,8 @@ def main(argv: list[str] | None = None) -> None:
                 label += f", row_moves={args.row_moves}"
             if args.soma_attempts is not None and "soma" in label:
                 label += f", soma_attempts={args.soma_attempts}"
+            if args.guided_pairs != "default":
+                label += f", guided_pairs={args.guided_pairs}"
             longest_setup = max(longest_setup, time.perf_counter() - t0)
             limit = None
             if args.wall_budget is not None:
