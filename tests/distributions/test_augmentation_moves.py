@@ -22,7 +22,7 @@ from pymc_rdp.distributions import _augmentation_kernels as kernels
 from pymc_rdp.distributions.augmentation_chain import ChainMoves
 from pymc_rdp.distributions.augmentation_moves import guided_row_proposal, weighted_row_proposal
 from pymc_rdp.distributions.data_augmentation import DataAugmentation
-from pymc_rdp.privacy.mechanisms import GaussianMechanism
+from pymc_rdp.privacy.mechanisms import DirichletMechanism, GaussianMechanism
 
 
 def _log_selection(size, k1, k2, m, max_m):
@@ -184,8 +184,10 @@ def test_default_guided_pairs_and_bad_settings():
     assert DataAugmentation(many, many_states, releases, N, guided_pairs=False).guided_pairs == (
         dict.fromkeys(many, False)
     )
-    dirichlet = DataAugmentation(STRUCTURE, STATES, RELEASES["dirichlet"](), N)
-    assert dirichlet.guided_pairs == dict.fromkeys(STRUCTURE, False)
+    d = DirichletMechanism(0.6, 1.5, math.sqrt(2), 1.0)
+    rows = {v: np.full(shape, 1.0 / shape[-1]) for v, shape in shapes.items()}
+    dirichlet = DataAugmentation(many, many_states, {v: (rows[v], d) for v in many}, N)
+    assert dirichlet.guided_pairs == dict.fromkeys(many, False)  # more than seven states too
     idata = DataAugmentation(
         STRUCTURE, STATES, RELEASES["gaussian"](), N, guided_pairs={"b": True}
     ).sample(draws=2, tune=0, chains=1, random_seed=0)
