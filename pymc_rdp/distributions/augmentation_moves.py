@@ -207,10 +207,10 @@ def row_proposal(size, first, kv, nonempty, max_m):
 
 
 @per_record
-def weighted_row_proposal(size, first, kv, nonempty, max_m):
-    """The selection of a row-block move with the pair of states drawn in proportion to its
-    records (module notes, "State pairs weighted by their counts"), in the row whose cells
-    start at local cell ``first``. Returns what :func:`row_proposal` returns."""
+def _weighted_pair(size, first, kv):
+    """An unordered pair of states drawn with probability ``(n_a + n_b) / ((K − 1) n_c)``
+    (module notes): ``a`` the state of a record of the row drawn uniformly, ``b`` uniformly
+    among the other states. Returns ``(a, b)``."""
     n_c = 0
     for k in range(kv):
         n_c += size[first + k]
@@ -221,7 +221,15 @@ def weighted_row_proposal(size, first, kv, nonempty, max_m):
             ka = k
             break
         pick -= size[first + k]
-    kb = _other_state(ka, kv)
+    return ka, _other_state(ka, kv)
+
+
+@per_record
+def weighted_row_proposal(size, first, kv, nonempty, max_m):
+    """The selection of a row-block move with the pair of states drawn in proportion to its
+    records (module notes, "State pairs weighted by their counts"), in the row whose cells
+    start at local cell ``first``. Returns what :func:`row_proposal` returns."""
+    ka, kb = _weighted_pair(size, first, kv)
     log_sel = 0.0
     if size[first + kb] == 0:  # towards the empty cell: the only direction that moves records
         k1, k2 = ka, kb
@@ -242,17 +250,7 @@ def guided_row_proposal(size, first, kv, nonempty, max_m, dirs, row):
     row ``row``, 0 for ``a → b``. Returns (l1, l2, m, non-empty cells after the move, log
     Hastings ratio of the selection, the pair's index in ``dirs``); ``m = 0`` when the
     direction's source cell is empty (no move: a rejection)."""
-    n_c = 0
-    for k in range(kv):
-        n_c += size[first + k]
-    pick = np.random.randint(0, n_c)  # a record of the row: its state is a
-    ka = 0
-    for k in range(kv):
-        if pick < size[first + k]:
-            ka = k
-            break
-        pick -= size[first + k]
-    kb = _other_state(ka, kv)
+    ka, kb = _weighted_pair(size, first, kv)
     lo, hi = min(ka, kb), max(ka, kb)
     at = (row * kv + lo) * kv + hi
     k1, k2 = (lo, hi) if dirs[at] == 0 else (hi, lo)

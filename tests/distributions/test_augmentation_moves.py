@@ -114,6 +114,22 @@ def test_guided_pairs_follow_their_directions(sizes):
             assert abs(got - draws * p) <= 5 * math.sqrt(draws * p * (1 - p)) + 1
 
 
+@pytest.mark.parametrize("name", ["weighted_pairs", "guided_pairs"])
+def test_pair_settings_are_stored_and_checked(name):
+    """Either per-node setting is stored in the attrs; a dict key that is not a node is a
+    ValueError and a value that is not a bool a TypeError, both naming the setting."""
+    many, many_states, _, releases = _many_states()
+    idata = DataAugmentation(
+        STRUCTURE, STATES, RELEASES["gaussian"](), N, **{name: {"b": True}}
+    ).sample(draws=2, tune=0, chains=1, random_seed=0)
+    assert json.loads(idata.attrs[name]) == {"a": False, "b": True, "c": False}
+    with pytest.raises(ValueError, match=rf"{name}: \['zz'\] are not nodes"):
+        DataAugmentation(many, many_states, releases, N, **{name: {"zz": True}})
+    for bad in (1, "yes"):
+        with pytest.raises(TypeError, match=f"{name} must be True or False"):
+            DataAugmentation(many, many_states, releases, N, **{name: bad})
+
+
 @pytest.mark.parametrize(
     ("mechanism", "moves"),
     [
@@ -123,29 +139,36 @@ def test_guided_pairs_follow_their_directions(sizes):
         ("gaussian", ("gibbs", "gibbs", "subtree", "diffuse_pair")),  # the count releases'
     ],  # default moves
 )
-def test_weighted_pairs_match_enumeration(mechanism, moves):
-    """Subtree moves with every node's pairs weighted by their records (N = 5 records over
-    two and three states: empty cells, forced directions and emptied sources are frequent)."""
+@pytest.mark.parametrize("name", ["weighted_pairs", "guided_pairs"])
+def test_weighted_and_guided_pairs_match_enumeration(name, mechanism, moves):
+    """Subtree moves with every node's pairs weighted by their records, or also keeping their
+    directions until a rejection (N = 5 records over two and three states: empty cells,
+    forced directions, emptied sources and reversed directions are frequent)."""
     releases = RELEASES[mechanism]()
     da = DataAugmentation(
-        STRUCTURE, STATES, releases, N, moves=moves, block_size=3, row_moves=2,
-        weighted_pairs=True,
-    )  # fmt: skip
-    assert set(da.weighted_pairs.values()) == {True}
+        STRUCTURE, STATES, releases, N, moves=moves, block_size=3, row_moves=2, **{name: True}
+    )
+    assert set(getattr(da, name).values()) == {True}
     idata = da.sample(draws=4000, tune=200, chains=2, random_seed=13)
+    assert json.loads(idata.attrs[name]) == getattr(da, name)
     assert float(idata["sample_stats"]["accept_subtree"].mean()) > 0.05
     assert max_z(idata, exact_moments(STRUCTURE, STATES, releases, N)) < 4.5
 
 
-def test_default_weighted_pairs_and_bad_settings():
-    """By default the nodes with more than seven states weigh their pairs, for count releases;
-    none for Dirichlet releases; stored in the attrs. A dict key that is not a node is a
-    ValueError and a value that is not a bool a TypeError, both naming the setting."""
+def _many_states():
+    """Three nodes with 8, 7 and 20 states (``c`` a child of ``b``) and Gaussian releases of
+    their tables: ``(structure, states, table shapes, releases)``."""
     g = GaussianMechanism(1.2, math.sqrt(2))
     many = {"a": [], "b": [], "c": ["b"]}
     many_states = {"a": list(range(8)), "b": list(range(7)), "c": list(range(20))}
     shapes = {"a": (8,), "b": (7,), "c": (7, 20)}
-    releases = {v: (np.zeros(shape), g) for v, shape in shapes.items()}
+    return many, many_states, shapes, {v: (np.zeros(shape), g) for v, shape in shapes.items()}
+
+
+def test_default_weighted_pairs():
+    """By default the nodes with more than seven states weigh their pairs, for count releases;
+    none for Dirichlet releases."""
+    many, many_states, _, releases = _many_states()
     da = DataAugmentation(many, many_states, releases, N)
     assert da.weighted_pairs == {"a": True, "b": False, "c": True}
     da = DataAugmentation(many, many_states, releases, N, weighted_pairs={"a": False})
@@ -155,26 +178,13 @@ def test_default_weighted_pairs_and_bad_settings():
     )
     dirichlet = DataAugmentation(STRUCTURE, STATES, RELEASES["dirichlet"](), N)
     assert dirichlet.weighted_pairs == dict.fromkeys(STRUCTURE, False)
-    idata = DataAugmentation(
-        STRUCTURE, STATES, RELEASES["gaussian"](), N, weighted_pairs={"b": True}
-    ).sample(draws=2, tune=0, chains=1, random_seed=0)
-    assert json.loads(idata.attrs["weighted_pairs"]) == {"a": False, "b": True, "c": False}
-    with pytest.raises(ValueError, match=r"weighted_pairs: \['zz'\] are not nodes"):
-        DataAugmentation(many, many_states, releases, N, weighted_pairs={"zz": True})
-    with pytest.raises(TypeError, match="weighted_pairs must be True or False"):
-        DataAugmentation(many, many_states, releases, N, weighted_pairs=1)
 
 
-def test_default_guided_pairs_and_bad_settings():
+def test_default_guided_pairs():
     """By default the nodes whose pairs are weighted keep their pairs' directions (count
-    releases, more than seven states; no node for Dirichlet releases), stored in the attrs;
-    only those nodes get a block of directions. Bad settings are refused as for
-    ``weighted_pairs``."""
-    g = GaussianMechanism(1.2, math.sqrt(2))
-    many = {"a": [], "b": [], "c": ["b"]}
-    many_states = {"a": list(range(8)), "b": list(range(7)), "c": list(range(20))}
-    shapes = {"a": (8,), "b": (7,), "c": (7, 20)}
-    releases = {v: (np.zeros(shape), g) for v, shape in shapes.items()}
+    releases, more than seven states; no node for Dirichlet releases); only those nodes get
+    a block of directions."""
+    many, many_states, shapes, releases = _many_states()
     da = DataAugmentation(many, many_states, releases, N)
     assert da.guided_pairs == {"a": True, "b": False, "c": True}
     chain = ChainMoves(da, da._chain_start(0), tune=0, adapt=False)
@@ -188,35 +198,3 @@ def test_default_guided_pairs_and_bad_settings():
     rows = {v: np.full(shape, 1.0 / shape[-1]) for v, shape in shapes.items()}
     dirichlet = DataAugmentation(many, many_states, {v: (rows[v], d) for v in many}, N)
     assert dirichlet.guided_pairs == dict.fromkeys(many, False)  # more than seven states too
-    idata = DataAugmentation(
-        STRUCTURE, STATES, RELEASES["gaussian"](), N, guided_pairs={"b": True}
-    ).sample(draws=2, tune=0, chains=1, random_seed=0)
-    assert json.loads(idata.attrs["guided_pairs"]) == {"a": False, "b": True, "c": False}
-    with pytest.raises(ValueError, match=r"guided_pairs: \['zz'\] are not nodes"):
-        DataAugmentation(many, many_states, releases, N, guided_pairs={"zz": True})
-    with pytest.raises(TypeError, match="guided_pairs must be True or False"):
-        DataAugmentation(many, many_states, releases, N, guided_pairs="yes")
-
-
-@pytest.mark.parametrize(
-    ("mechanism", "moves"),
-    [
-        ("gaussian", ("subtree",)),
-        ("laplace", ("subtree",)),
-        ("dirichlet", ("subtree",)),
-        ("gaussian", ("gibbs", "gibbs", "subtree", "diffuse_pair")),
-    ],
-)
-def test_guided_pairs_match_enumeration(mechanism, moves):
-    """Subtree moves whose pairs keep their direction until a rejection, on every node (N = 5
-    records over two and three states: emptied sources reverse the direction often)."""
-    releases = RELEASES[mechanism]()
-    da = DataAugmentation(
-        STRUCTURE, STATES, releases, N, moves=moves, block_size=3, row_moves=2,
-        guided_pairs=True,
-    )  # fmt: skip
-    assert set(da.guided_pairs.values()) == {True}
-    idata = da.sample(draws=4000, tune=200, chains=2, random_seed=13)
-    assert json.loads(idata.attrs["guided_pairs"]) == da.guided_pairs
-    assert float(idata["sample_stats"]["accept_subtree"].mean()) > 0.05
-    assert max_z(idata, exact_moments(STRUCTURE, STATES, releases, N)) < 4.5
