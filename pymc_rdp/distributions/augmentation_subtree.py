@@ -451,7 +451,10 @@ def subtree_sweep(
     """Collapsed row-block moves of node ``v`` with its descendants redrawn (module notes),
     ``per_row`` proposals in every non-empty row, each pair of states drawn uniformly or, if
     ``weighted``, in proportion to its records
-    (:func:`~pymc_rdp.distributions.augmentation_moves.weighted_row_proposal`). ``prior`` is
+    (:func:`~pymc_rdp.distributions.augmentation_moves.weighted_row_proposal`), or, if
+    ``dirs`` (``int8``, a ``K × K`` block per row of ``v``) is not empty, in proportion to its
+    records along the direction ``dirs`` keeps for it, reversed on every rejection
+    (:func:`~pymc_rdp.distributions.augmentation_moves.guided_row_proposal`). ``prior`` is
     ``(alpha, logs, num_of, den_of)``: the Dirichlet prior's α per node and
     :func:`predictive_logs`. Returns (accepted, proposed)."""
     card, n_par, par, stride, cell_off, _row_off, _n_ch, _ch = net
