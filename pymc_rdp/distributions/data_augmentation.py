@@ -334,15 +334,13 @@ class DataAugmentation(AugmentationStep):
         each row and reverses it only when a proposal is rejected, so that a row's counts keep
         moving one way between rejections
         (:func:`~pymc_rdp.distributions.augmentation_moves.guided_row_proposal`; the pair is
-        drawn in proportion to its records whatever ``weighted_pairs`` says). Default: the
-        nodes whose pairs are weighted by default (count releases, more than seven states).
-        Not for Dirichlet-mechanism releases: on Adult's (the demo's) the entries of rows
-        holding ≥ 20 records mixed faster, but the minimum over every entry did not rise.
-        ``True`` switches every node on: in a harness of two seeds the minimum ESS per
-        core-second rose 1.68 times on alarm and 1.26 times on insurance and was even on child
-        (−8 %, within the seeds' spread); the default leaves those networks' nodes off because
-        their draws are the ones the calibration study checked (``docs/performance.md``,
-        "Persistent directions for the subtree moves' pairs of states").
+        drawn in proportion to its records whatever ``weighted_pairs`` says). Default: every
+        node of a count release; in a harness of two seeds the minimum ESS per core-second
+        rose 1.68 times on alarm and 1.26 times on insurance and was even on asia, sachs and
+        child (``docs/performance.md``, "Persistent directions for the subtree moves' pairs of
+        states"). None when every release is a Dirichlet-mechanism release: on Adult's (the
+        demo's) the entries of rows holding ≥ 20 records mixed faster, but the minimum over
+        every entry did not rise.
     accountant : Accountant, optional
         Stored (as JSON) with the results; never charged (sampling is post-processing).
     birth_death_moves : int, optional
@@ -484,10 +482,7 @@ class DataAugmentation(AugmentationStep):
             nodes,
         )
         self.guided_pairs = per_node_flag(
-            guided_pairs,
-            "guided_pairs",
-            lambda v: not dirichlet and self.cards[v] > _WEIGHTED_PAIRS_ABOVE,
-            nodes,
+            guided_pairs, "guided_pairs", lambda v: not dirichlet, nodes
         )
         self.birth_death_moves = birth_death_setting(
             birth_death_moves,

@@ -119,10 +119,10 @@ def test_pair_settings_are_stored_and_checked(name):
     """Either per-node setting is stored in the attrs; a dict key that is not a node is a
     ValueError and a value that is not a bool a TypeError, both naming the setting."""
     many, many_states, _, releases = _many_states()
-    idata = DataAugmentation(
-        STRUCTURE, STATES, RELEASES["gaussian"](), N, **{name: {"b": True}}
-    ).sample(draws=2, tune=0, chains=1, random_seed=0)
-    assert json.loads(idata.attrs[name]) == {"a": False, "b": True, "c": False}
+    setting = {"a": False, "b": True, "c": False}  # each default differs on some node
+    idata = DataAugmentation(STRUCTURE, STATES, RELEASES["gaussian"](), N, **{name: setting})
+    idata = idata.sample(draws=2, tune=0, chains=1, random_seed=0)
+    assert json.loads(idata.attrs[name]) == setting
     with pytest.raises(ValueError, match=rf"{name}: \['zz'\] are not nodes"):
         DataAugmentation(many, many_states, releases, N, **{name: {"zz": True}})
     for bad in (1, "yes"):
@@ -181,16 +181,18 @@ def test_default_weighted_pairs():
 
 
 def test_default_guided_pairs():
-    """By default the nodes whose pairs are weighted keep their pairs' directions (count
-    releases, more than seven states; no node for Dirichlet releases); only those nodes get
-    a block of directions."""
+    """By default every node of a count release keeps its pairs' directions, and gets a block
+    of them (rows × K × K); a node switched off gets none; no node when every release is a
+    Dirichlet release, one when any is not."""
     many, many_states, shapes, releases = _many_states()
     da = DataAugmentation(many, many_states, releases, N)
+    assert da.guided_pairs == dict.fromkeys(many, True)
+    chain = ChainMoves(da, da._chain_start(0), tune=0, adapt=False)
+    assert [len(dirs) for _, _, dirs in chain._trees] == [8 * 8, 7 * 7, 7 * 20 * 20]
+    da = DataAugmentation(many, many_states, releases, N, guided_pairs={"b": False})
     assert da.guided_pairs == {"a": True, "b": False, "c": True}
     chain = ChainMoves(da, da._chain_start(0), tune=0, adapt=False)
     assert [len(dirs) for _, _, dirs in chain._trees] == [8 * 8, 0, 7 * 20 * 20]
-    da = DataAugmentation(many, many_states, releases, N, guided_pairs={"c": False})
-    assert da.guided_pairs == {"a": True, "b": False, "c": False}
     assert DataAugmentation(many, many_states, releases, N, guided_pairs=False).guided_pairs == (
         dict.fromkeys(many, False)
     )
@@ -198,3 +200,5 @@ def test_default_guided_pairs():
     rows = {v: np.full(shape, 1.0 / shape[-1]) for v, shape in shapes.items()}
     dirichlet = DataAugmentation(many, many_states, {v: (rows[v], d) for v in many}, N)
     assert dirichlet.guided_pairs == dict.fromkeys(many, False)  # more than seven states too
+    mixed = DataAugmentation(many, many_states, {**releases, "a": (rows["a"], d)}, N)
+    assert mixed.guided_pairs == dict.fromkeys(many, True)
